@@ -1,0 +1,91 @@
+"""Command line: `audit PATH...` (offline), `audit rules`, `audit explain ID`, ...
+
+Only click is imported at start-up; every command imports what it needs when
+it runs, so `audit --version` answers in a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from auditor import __version__
+from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
+
+# Extra commands registered by name -> "module:attribute", imported on use.
+LAZY_COMMANDS: dict[str, str] = {
+    "scan": "auditor.cli.scan:scan",
+    "rules": "auditor.cli.rules_cmd:rules",
+    "explain": "auditor.cli.rules_cmd:explain",
+}
+DEFAULT_COMMAND = "scan"
+
+
+class AuditGroup(click.Group):
+    """A group whose default command is `scan`: `audit dump.json` means `audit scan dump.json`.
+
+    Subcommands are imported lazily. A path that happens to be named like a
+    command can be given as `./rules`.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = LAZY_COMMANDS.get(name)
+        if spec is None:
+            return super().get_command(ctx, name)
+        import importlib
+
+        module_name, _, attribute = spec.partition(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(
+    cls=AuditGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=(
+        "Run `audit PATH...` to audit offline input (same as `audit scan PATH...`). "
+        "Exit codes: 0 nothing failing, 1 failing findings, 2 usage or input error, "
+        "3 audit incomplete. See `audit COMMAND --help`."
+    ),
+)
+@click.version_option(__version__, "--version", prog_name="audit", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Audit a Kubernetes cluster's Cilium-based exposure for drift and compliance."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one line per error, documented exit codes, no tracebacks."""
+    try:
+        code = cli.main(args=argv, prog_name="audit", standalone_mode=False)
+    except AuditError as error:
+        click.echo(f"audit: error: {error.message}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("audit: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(EXIT_USAGE if error.exit_code == 2 else error.exit_code)
+    except KeyboardInterrupt:
+        click.echo("audit: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # `audit ... | head`: the reader went away; that is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as error:  # an auditor bug: still one line, and never a pass
+        if os.environ.get("AUDIT_DEBUG"):
+            raise
+        message = str(error).splitlines()[0] if str(error) else ""
+        click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(EXIT_INCOMPLETE)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,34 @@
+"""`audit [scan] PATH...`: audit offline input (dumps, manifests, GitOps trees, stdin)."""
+
+from __future__ import annotations
+
+import click
+
+from auditor.cli.common import AuditOptions, audit_options, finish, prepare
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@audit_options
+@click.option("--max-file-bytes", type=click.IntRange(min=1), default=512 * 1024 * 1024, show_default=True,
+              help="Refuse input files larger than this.")
+@click.option("--max-files", type=click.IntRange(min=1), default=50_000, show_default=True,
+              help="Refuse folders holding more manifest files than this.")
+@click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
+              help="Refuse YAML documents whose aliases add more nodes than this.")
+@click.pass_context
+def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
+         max_alias_expansion: int) -> None:
+    """Audit offline input.
+
+    PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
+    several YAML documents), a folder of manifests read recursively (*.yaml,
+    *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
+    standard input.
+    """
+    from auditor.sources.files import ReadLimits, read_paths
+
+    prepared = prepare(options)
+    limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion)
+    snapshot = read_paths(list(paths), limits=limits)
+    ctx.exit(finish(snapshot, prepared, options))

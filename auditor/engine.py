@@ -1,0 +1,192 @@
+"""Runs rules over a snapshot and turns what they yield into one verdict.
+
+The engine stamps each finding with its rule's id and severity, applies the
+exception list, isolates rule crashes (a crash is an `error` result, never a
+crashed run), and sorts everything so the same input gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+
+from auditor import cilium_config
+from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
+from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied
+from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus, Severity, group_kind, split_api_version
+from auditor.posture import Posture
+from auditor.registry import RuleSet
+from auditor.rule import NotRun, Rule, RuleContext, unmet_requirement
+from auditor.snapshot import Coverage, CoverageState, Snapshot
+
+
+@dataclass
+class RuleResult:
+    id: str
+    title: str
+    severity: Severity
+    status: RuleStatus
+    reason: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    examined: list[ObjectRef] = field(default_factory=list)
+    rule: Rule | None = None  # None for a plugin that failed to load
+
+    @property
+    def failed_count(self) -> int:
+        return sum(1 for f in self.findings if f.status is FindingStatus.FAILED)
+
+    @property
+    def excepted_count(self) -> int:
+        return sum(1 for f in self.findings if f.status is FindingStatus.EXCEPTED)
+
+
+@dataclass
+class AuditResult:
+    snapshot: Snapshot
+    rules: list[RuleResult]
+    findings: list[Finding]
+    exceptions: list[ExceptionUsage]
+    exceptions_path: str | None
+    coverage: dict[str, Coverage]
+    as_of: dt.date
+    fail_on: Severity
+    require_complete: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failing(self) -> list[Finding]:
+        """Failed findings at or above the `--fail-on` severity: what fails the gate."""
+        threshold = self.fail_on.rank
+        return [
+            f for f in self.findings
+            if f.status is FindingStatus.FAILED and f.severity is not None and f.severity.rank >= threshold
+        ]
+
+    def count(self, status: RuleStatus) -> int:
+        return sum(1 for r in self.rules if r.status is status)
+
+    @property
+    def complete(self) -> bool:
+        """Every selected rule reached a verdict."""
+        return not any(r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) for r in self.rules)
+
+    @property
+    def incomplete_gate(self) -> bool:
+        """Whether incompleteness fails the run: rule errors always, not-run on request."""
+        if self.count(RuleStatus.ERROR):
+            return True
+        return self.require_complete and bool(self.count(RuleStatus.NOT_RUN))
+
+    @property
+    def exit_code(self) -> int:
+        if self.incomplete_gate:
+            return EXIT_INCOMPLETE
+        if self.failing:
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+    def summary(self) -> dict:
+        failed = [f for f in self.findings if f.status is FindingStatus.FAILED]
+        by_severity = {s.value: 0 for s in sorted(Severity, key=lambda s: -s.rank)}
+        for finding in failed:
+            if finding.severity is not None:
+                by_severity[finding.severity.value] += 1
+        return {
+            "failed": len(failed),
+            "failing": len(self.failing),
+            "excepted": sum(1 for f in self.findings if f.status is FindingStatus.EXCEPTED),
+            "failedBySeverity": by_severity,
+            "rulesPassed": self.count(RuleStatus.PASSED),
+            "rulesFailed": self.count(RuleStatus.FAILED),
+            "rulesNotRun": self.count(RuleStatus.NOT_RUN),
+            "rulesError": self.count(RuleStatus.ERROR),
+            "complete": self.complete,
+            "failOn": self.fail_on.value,
+            "exitCode": self.exit_code,
+        }
+
+
+def _labels_lookup(snapshot: Snapshot):
+    def labels_of(finding: Finding) -> dict:
+        ref = finding.object
+        group, _ = split_api_version(ref.api_version)
+        obj = snapshot.get(group_kind(group, ref.kind), ref.namespace, ref.name)
+        return obj.labels if obj is not None else {}
+
+    return labels_of
+
+
+def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium) -> RuleResult:
+    severity = posture.severity_overrides.get(rule.id, rule.severity)
+    result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
+    unmet = unmet_requirement(snapshot, rule)
+    if unmet is not None:
+        state, reason = unmet
+        result.status = RuleStatus.ERROR if state is CoverageState.FAILED else RuleStatus.NOT_RUN
+        result.reason = reason
+        return result
+    ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium)
+    try:
+        findings = []
+        for finding in rule.check(snapshot, ctx):
+            if not isinstance(finding, Finding):
+                raise TypeError(f"check() yielded {type(finding).__name__}, not a Finding")
+            findings.append(replace(finding, rule=rule.id, severity=finding.severity or severity))
+    except NotRun as not_run:
+        result.status, result.reason = RuleStatus.NOT_RUN, not_run.reason
+        return result
+    except Exception as error:  # a rule bug must not take the other rules down
+        result.status = RuleStatus.ERROR
+        result.reason = f"rule crashed: {type(error).__name__}: {error}".splitlines()[0][:500]
+        return result
+    result.findings = findings
+    result.examined = sorted(set(ctx.examined_refs))
+    return result
+
+
+def run(
+    snapshot: Snapshot,
+    rule_set: RuleSet,
+    exceptions: ExceptionList,
+    posture: Posture,
+    *,
+    as_of: dt.date,
+    fail_on: Severity = Severity.ERROR,
+    require_complete: bool = False,
+) -> AuditResult:
+    cilium = cilium_config.resolve(snapshot)
+    matcher = ExceptionMatcher(exceptions, as_of)
+    labels_of = _labels_lookup(snapshot)
+    results: list[RuleResult] = []
+    for rule in rule_set.rules:
+        result = _run_rule(rule, snapshot, posture, cilium)
+        stamped = []
+        for finding in result.findings:
+            entry = matcher.apply(finding, labels_of)
+            if entry is not None:
+                finding = replace(finding, status=FindingStatus.EXCEPTED, exception=applied(entry))
+            stamped.append(finding)
+        stamped.sort(key=lambda f: f.sort_key)
+        result.findings = stamped
+        if result.status is RuleStatus.PASSED and result.failed_count:
+            result.status = RuleStatus.FAILED
+        results.append(result)
+    for plugin in rule_set.broken:
+        results.append(RuleResult(plugin.id, "(plugin failed to load)", Severity.ERROR, RuleStatus.ERROR, plugin.reason))
+    results.sort(key=lambda r: r.id)
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    kinds_read = sorted({gk for rule in rule_set.rules for gk in rule.kinds_read()})
+    coverage = {gk: snapshot.coverage(gk) for gk in kinds_read}
+    rules_run = {r.id for r in results if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+    return AuditResult(
+        snapshot=snapshot,
+        rules=results,
+        findings=findings,
+        exceptions=matcher.usage(rules_run),
+        exceptions_path=exceptions.path,
+        coverage=coverage,
+        as_of=as_of,
+        fail_on=fail_on,
+        require_complete=require_complete,
+        notes=list(posture.notes),
+    )

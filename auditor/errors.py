@@ -1,0 +1,38 @@
+"""Errors that end a run with a one-line message and a documented exit code."""
+
+from __future__ import annotations
+
+# Exit codes (documented in README.md and docs/exit-codes.md).
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+
+class AuditError(Exception):
+    """An error the CLI reports as one line, then exits with `exit_code`."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InputError(AuditError):
+    """Input that cannot be read: unreadable path, malformed file, hostile document."""
+
+    @classmethod
+    def at(cls, path: str, line: int | None, problem: str) -> "InputError":
+        where = f"{path}:{line}" if line else path
+        return cls(f"{where}: {problem}")
+
+
+class ConfigError(AuditError):
+    """A malformed exception list or posture file."""
+
+
+class ClusterError(AuditError):
+    """The cluster could not be read at all (bad kubeconfig, unreachable API, wrong target)."""
+
+    exit_code = EXIT_INCOMPLETE

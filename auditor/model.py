@@ -1,0 +1,261 @@
+"""The object model every other layer builds on: Kubernetes objects as read,
+references to them, where they came from, and the findings rules produce.
+
+Objects keep the raw mapping they were read from (rules read fields the way
+`kubectl get -o json` shows them) and a few normalised identity fields. Input
+can be hostile or simply wrong (`spec: []`, `labels: "x"`), so the accessors
+here return empty mappings instead of whatever wrong type was there: a rule
+never has to guard a `.get` chain against a list.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# API groups whose kinds moved: old manifests (extensions/v1beta1 Deployment,
+# extensions/v1beta1 NetworkPolicy) still describe the same thing, so they are
+# indexed under the group the kind lives in today.
+_MOVED_KINDS: dict[tuple[str, str], str] = {
+    ("extensions", "Deployment"): "apps",
+    ("extensions", "DaemonSet"): "apps",
+    ("extensions", "ReplicaSet"): "apps",
+    ("extensions", "Ingress"): "networking.k8s.io",
+    ("extensions", "NetworkPolicy"): "networking.k8s.io",
+}
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` -> (`apps`, `v1`); `v1` -> (``, `v1`)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def group_kind(group: str, kind: str) -> str:
+    """The key objects are indexed by: `Kind` for the core group, else `Kind.group`.
+
+    The version is deliberately not part of it: a pool read as cilium.io/v2alpha1
+    and one read as cilium.io/v2 are the same kind of object.
+    """
+    group = _MOVED_KINDS.get((group, kind), group)
+    return f"{kind}.{group}" if group else kind
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+class Severity(enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        try:
+            return cls(text.lower())
+        except ValueError:
+            choices = ", ".join(s.value for s in cls)
+            raise ValueError(f"unknown severity {text!r} (choose from {choices})") from None
+
+
+_SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+class FindingStatus(enum.Enum):
+    FAILED = "failed"
+    EXCEPTED = "excepted"
+
+
+class RuleStatus(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_RUN = "not-run"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where an object was read: a file (and line), standard input, or a cluster."""
+
+    path: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectRef:
+    """Identity of an object, as reports and exception entries name it."""
+
+    kind: str
+    namespace: str | None
+    name: str
+    api_version: str = ""
+
+    @property
+    def display(self) -> str:
+        """`Service/ns/name`, or `Namespace/name` for objects without a namespace."""
+        if self.namespace:
+            return f"{self.kind}/{self.namespace}/{self.name}"
+        return f"{self.kind}/{self.name}"
+
+
+class K8sObject:
+    """One Kubernetes object as read from input or from the API server."""
+
+    __slots__ = ("raw", "api_version", "group", "version", "kind", "gk", "namespace", "name", "source")
+
+    def __init__(self, raw: dict, source: Source | None = None) -> None:
+        # Callers guarantee (see `from_mapping`) that identity fields are strings.
+        self.raw = raw
+        self.api_version: str = raw["apiVersion"]
+        self.kind: str = raw["kind"]
+        self.group, self.version = split_api_version(self.api_version)
+        self.gk = group_kind(self.group, self.kind)
+        meta = raw["metadata"]
+        self.name: str = meta["name"]
+        namespace = meta.get("namespace")
+        self.namespace: str | None = namespace if isinstance(namespace, str) and namespace else None
+        self.source = source
+
+    @staticmethod
+    def identity_problem(raw: Any) -> str | None:
+        """Why `raw` is not a Kubernetes object (None when it is one).
+
+        Anything without string `apiVersion`, `kind` and `metadata.name` is not
+        an object the auditor can name in a finding: Helm values, Kustomization
+        files, CI configs. Such documents are skipped, never guessed at.
+        """
+        if not isinstance(raw, dict):
+            return "not a mapping"
+        for key in ("apiVersion", "kind"):
+            value = raw.get(key)
+            if not isinstance(value, str) or not value:
+                return f"no {key}"
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            return "no metadata"
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return "no metadata.name"
+        return None
+
+    @property
+    def metadata(self) -> dict:
+        return self.raw["metadata"]
+
+    @property
+    def labels(self) -> dict:
+        return _mapping(self.raw["metadata"].get("labels"))
+
+    @property
+    def annotations(self) -> dict:
+        return _mapping(self.raw["metadata"].get("annotations"))
+
+    @property
+    def spec(self) -> dict:
+        return _mapping(self.raw.get("spec"))
+
+    @property
+    def status(self) -> dict:
+        return _mapping(self.raw.get("status"))
+
+    @property
+    def data(self) -> dict:
+        """`data` of a ConfigMap (never read for Secrets)."""
+        return _mapping(self.raw.get("data"))
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.namespace, self.name, self.api_version)
+
+    def __repr__(self) -> str:
+        return f"<{self.api_version} {self.ref.display}>"
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedException:
+    """The exception-list entry that excepted a finding."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem with one object.
+
+    Rules fill `object`, `message` and `source`; the engine stamps `rule` and
+    `severity` (a rule may set `severity` itself when one check yields findings
+    of different weight) and decides `status` from the exception list.
+    """
+
+    object: ObjectRef
+    message: str
+    source: Source | None = None
+    rule: str = ""
+    severity: Severity | None = None
+    status: FindingStatus = FindingStatus.FAILED
+    exception: AppliedException | None = None
+    cluster: str | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        source = self.source
+        return (
+            self.cluster or "",
+            self.rule,
+            self.object.kind,
+            self.object.namespace or "",
+            self.object.name,
+            self.object.api_version,
+            source.path if source else "",
+            (source.line or 0) if source else 0,
+            self.message,
+        )
+
+
+def as_mapping(value: Any) -> dict:
+    """`value` if it is a mapping, else an empty one (for nested spec fields)."""
+    return _mapping(value)
+
+
+def as_list(value: Any) -> list:
+    """`value` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def string_labels(labels: Mapping[Any, Any]) -> dict[str, str]:
+    """Only the string-to-string pairs of a label mapping (what selectors can match)."""
+    return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+@dataclass(slots=True)
+class IgnoredDocument:
+    """A document in the input that is not a Kubernetes object (and why)."""
+
+    source: Source
+    reason: str
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    """What a live read (or a snapshot of one) knows about its target."""
+
+    context: str | None = None
+    server: str | None = None
+    version: str | None = None
+    fingerprint: str | None = None
+    label: str | None = None
+    extra: dict = field(default_factory=dict)

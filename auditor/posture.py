@@ -1,0 +1,74 @@
+"""The expected state of the platform, as data (docs/posture.md).
+
+Defaults are the platform's design: exposure through the edge Gateway only,
+the Gateway in hostNetwork, LB-IPAM + L2 not armed, the bench pool as the only
+approved range, Cilium 1.19 with Gateway API v1.4.x. A posture file overrides
+any of them; it is validated against `auditor/data/posture.schema.json`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from auditor.config_files import load_validated
+from auditor.model import Severity
+
+SCHEMA = "posture.schema.json"
+DEFAULT_FILE = "audit-posture.yaml"
+DEFAULT_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+BENCH_POOL_RANGE = "192.168.67.240-192.168.67.250"
+DEPRECATED_MODES = {"lb-ipam": "gateway", "hostport": "gateway"}
+
+
+@dataclass
+class Posture:
+    exposure_mode: str = "gateway"
+    gateway_host_network: bool = True
+    lb_ipam_l2_armed: bool = False
+    approved_lb_ipam_ranges: tuple[str, ...] = (BENCH_POOL_RANGE,)
+    excluded_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED_NAMESPACES
+    cilium_version_line: str = "1.19"
+    gateway_api_bundle_version: str = "v1.4"
+    severity_overrides: dict[str, Severity] = field(default_factory=dict)
+    cluster_labels: dict[str, str] = field(default_factory=dict)
+    path: str | None = None
+    # Remarks about the posture itself (deprecated values), shown in reports.
+    notes: list[str] = field(default_factory=list)
+
+    def namespace_excluded(self, namespace: str) -> bool:
+        return any(fnmatchcase(namespace, pattern) for pattern in self.excluded_namespaces)
+
+
+def default_path() -> str | None:
+    return DEFAULT_FILE if os.path.isfile(DEFAULT_FILE) else None
+
+
+def load(path: str | None) -> Posture:
+    """The posture in `path`, or the defaults when `path` is None."""
+    if path is None:
+        return Posture()
+    data = load_validated(path, SCHEMA, "posture").data or {}
+    posture = Posture(path=path)
+    exposure = data.get("exposure", {})
+    mode = exposure.get("mode", posture.exposure_mode)
+    if mode in DEPRECATED_MODES:
+        posture.notes.append(
+            f"{path}: exposure.mode {mode!r} is a deprecated alias of {DEPRECATED_MODES[mode]!r}"
+        )
+        mode = DEPRECATED_MODES[mode]
+    posture.exposure_mode = mode
+    posture.gateway_host_network = exposure.get("gatewayHostNetwork", posture.gateway_host_network)
+    posture.lb_ipam_l2_armed = exposure.get("lbIpamL2", posture.lb_ipam_l2_armed)
+    if "approvedLbIpamRanges" in exposure:
+        posture.approved_lb_ipam_ranges = tuple(exposure["approvedLbIpamRanges"])
+    default_deny = data.get("defaultDeny", {})
+    if "excludedNamespaces" in default_deny:
+        posture.excluded_namespaces = tuple(default_deny["excludedNamespaces"])
+    expected = data.get("expected", {})
+    posture.cilium_version_line = expected.get("ciliumVersionLine", posture.cilium_version_line)
+    posture.gateway_api_bundle_version = expected.get("gatewayApiBundleVersion", posture.gateway_api_bundle_version)
+    posture.severity_overrides = {rule: Severity(level) for rule, level in data.get("severity", {}).items()}
+    posture.cluster_labels = dict(data.get("clusters", {}))
+    return posture

@@ -1,0 +1,130 @@
+"""Which rules exist: the built-in list plus plugins from an entry-point group.
+
+Registration is explicit (`auditor_rules.BUILTIN_RULES`, and the
+`cilium_auditor.rules` entry-point group for third-party packages), never by
+globbing a folder or by import side effects. Rules are imported only when a
+command needs them, and always returned sorted by id, so every run sees them
+in the same order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from auditor.errors import AuditError
+from auditor.model import Severity
+from auditor.rule import Rule
+
+ENTRY_POINT_GROUP = "cilium_auditor.rules"
+RULE_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that could not be loaded; reported as a rule in error."""
+
+    id: str
+    reason: str
+
+
+def metadata_problems(rule_class: type) -> list[str]:
+    """What is missing or malformed in a rule class's declarative metadata."""
+    problems: list[str] = []
+    if not (isinstance(rule_class, type) and issubclass(rule_class, Rule)):
+        return ["not a subclass of auditor.rule.Rule"]
+    rule_id = getattr(rule_class, "id", None)
+    if not isinstance(rule_id, str) or not RULE_ID.match(rule_id):
+        problems.append(f"id {rule_id!r} is not kebab-case")
+    if not isinstance(getattr(rule_class, "severity", None), Severity):
+        problems.append("severity is not an auditor.model.Severity")
+    for name in ("title", "rationale", "remediation"):
+        value = getattr(rule_class, name, None)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"{name} is empty")
+    title = getattr(rule_class, "title", "")
+    if isinstance(title, str) and ("\n" in title.strip() or title.strip().endswith(".")):
+        problems.append("title must be one line without a final period")
+    remediation = getattr(rule_class, "remediation", "")
+    if isinstance(remediation, str) and not remediation.strip().endswith("."):
+        problems.append("remediation must end with a period")
+    requires = getattr(rule_class, "requires", None)
+    if not isinstance(requires, tuple) or not requires:
+        problems.append("requires must name the kinds the rule needs")
+    if rule_class.check is Rule.check:
+        problems.append("check() is not implemented")
+    return problems
+
+
+def _import(spec: str) -> type:
+    module_name, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def builtin_rule_classes() -> list[type[Rule]]:
+    import auditor_rules
+
+    return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
+
+
+def _plugin_rule_classes() -> tuple[list[type[Rule]], list[BrokenPlugin]]:
+    from importlib.metadata import entry_points
+
+    classes: list[type[Rule]] = []
+    broken: list[BrokenPlugin] = []
+    for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        try:
+            loaded = entry_point.load()
+        except Exception as error:  # a plugin's import error must not crash the run
+            broken.append(BrokenPlugin(entry_point.name, f"plugin {entry_point.value} failed to load: {type(error).__name__}: {error}"))
+            continue
+        problems = metadata_problems(loaded)
+        if problems:
+            broken.append(BrokenPlugin(entry_point.name, f"plugin {entry_point.value}: {'; '.join(problems)}"))
+        else:
+            classes.append(loaded)
+    return classes, broken
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule]
+    broken: list[BrokenPlugin]
+
+    @property
+    def ids(self) -> set[str]:
+        return {rule.id for rule in self.rules}
+
+    def by_id(self, rule_id: str) -> Rule | None:
+        return next((rule for rule in self.rules if rule.id == rule_id), None)
+
+
+def load_rules(plugins: bool = True) -> RuleSet:
+    classes = builtin_rule_classes()
+    broken: list[BrokenPlugin] = []
+    if plugins:
+        plugin_classes, broken = _plugin_rule_classes()
+        builtin_ids = {cls.id for cls in classes}
+        for cls in plugin_classes:
+            if cls.id in builtin_ids or any(other.id == cls.id for other in classes):
+                broken.append(BrokenPlugin(cls.id, f"plugin rule id {cls.id!r} is already taken"))
+            else:
+                classes.append(cls)
+    return RuleSet(sorted((cls() for cls in classes), key=lambda rule: rule.id), broken)
+
+
+def select(rule_set: RuleSet, only: Iterable[str] = (), skip: Iterable[str] = ()) -> RuleSet:
+    """Keep the rules named by `only` (all when empty), minus those in `skip`."""
+    only, skip = list(only), list(skip)
+    known = rule_set.ids | {plugin.id for plugin in rule_set.broken}
+    for rule_id in only + skip:
+        if rule_id not in known:
+            raise AuditError(f"unknown rule {rule_id!r} (see `audit rules`)")
+    keep = set(only) if only else known
+    keep -= set(skip)
+    return RuleSet(
+        [rule for rule in rule_set.rules if rule.id in keep],
+        [plugin for plugin in rule_set.broken if plugin.id in keep],
+    )

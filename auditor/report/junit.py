@@ -1,0 +1,78 @@
+"""JUnit XML for CI: one testsuite per rule, one testcase per checked object or finding.
+
+Test names are stable (`kind/namespace/name`, class name = rule id) so CI
+history follows each object over time. Failures carry the message and the
+remediation, excepted findings are skipped with the reason, and rules that
+could not run are errors. The output validates against the JUnit schema
+Jenkins' xUnit plugin uses (tests/test_reports.py checks it); junit-xml builds
+the elements, and the `disabled` attribute it adds (not in that schema) is
+dropped.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from junit_xml import TestCase, TestSuite
+
+from auditor.engine import AuditResult, RuleResult
+from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus
+
+
+def _case_name(ref: ObjectRef, cluster: str | None = None) -> str:
+    return f"{cluster}: {ref.display}" if cluster else ref.display
+
+
+def _finding_case(finding: Finding, rule: RuleResult) -> TestCase:
+    # The location goes in the failure text: the schema Jenkins uses has no
+    # file/line attributes on a testcase.
+    case = TestCase(_case_name(finding.object, finding.cluster), classname=rule.id)
+    if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
+        case.add_skipped_info(f"excepted by {finding.exception.name}: {finding.exception.reason}")
+        return case
+    details = [finding.message]
+    if rule.rule is not None:
+        details.append(f"remediation: {rule.rule.remediation}")
+    if finding.source is not None:
+        details.append(f"at: {finding.source}")
+    severity = finding.severity.value if finding.severity else "error"
+    case.add_failure_info(message=finding.message, output="\n".join(details), failure_type=severity)
+    return case
+
+
+def _suite(rule: RuleResult) -> TestSuite:
+    cases: list[TestCase] = []
+    if rule.status in (RuleStatus.NOT_RUN, RuleStatus.ERROR):
+        case = TestCase(rule.id, classname=rule.id)
+        case.add_error_info(message=rule.reason, error_type=rule.status.value)
+        cases.append(case)
+        return TestSuite(rule.id, cases)
+    flagged = set()
+    for finding in rule.findings:
+        flagged.add((finding.cluster, finding.object))
+        cases.append(_finding_case(finding, rule))
+    for ref in rule.examined:
+        if (None, ref) not in flagged:
+            cases.append(TestCase(_case_name(ref), classname=rule.id))
+    if not cases:
+        cases.append(TestCase(rule.id, classname=rule.id))
+    cases.sort(key=lambda c: (c.name, c.classname))
+    return TestSuite(rule.id, cases)
+
+
+def render(result: AuditResult) -> str:
+    root = ET.Element("testsuites", {"name": "cilium-exposure-audit"})
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for rule in result.rules:
+        suite = _suite(rule).build_xml_doc()
+        suite.attrib.pop("disabled", None)
+        suite.attrib.pop("time", None)  # no timings: the same input gives the same bytes
+        for case in suite.iter("testcase"):
+            case.attrib.pop("time", None)
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+        root.append(suite)
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

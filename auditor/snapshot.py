@@ -1,0 +1,112 @@
+"""A snapshot: every object read from one input (files or a cluster), indexed,
+plus what the reader knows about which kinds it could see.
+
+Coverage is what makes the auditor fail closed. A kind is *known* when the
+reader listed it (a live read or a snapshot header says so, even if it came
+back empty), when the API does not serve it (an absent CRD: no such objects),
+or, for plain offline input, when at least one object of it is in the input.
+A kind with no objects in offline input is *missing*: a `kubectl get all`
+dump has no NetworkPolicies, and that must not read as "no NetworkPolicies".
+A kind whose listing failed (403, timeout) is *failed*: unknown, and an error.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from auditor.model import ClusterInfo, IgnoredDocument, K8sObject
+
+
+class CoverageState(enum.Enum):
+    LISTED = "listed"  # read from the API (or a snapshot of it): authoritative, may be empty
+    NOT_SERVED = "not-served"  # the API does not serve the kind: there are none
+    PRESENT = "present"  # offline input holds objects of this kind
+    MISSING = "missing"  # offline input holds none: unknown whether any exist
+    FAILED = "failed"  # the read failed (forbidden, timed out): unknown
+
+    @property
+    def known(self) -> bool:
+        return self in (CoverageState.LISTED, CoverageState.NOT_SERVED, CoverageState.PRESENT)
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    state: CoverageState
+    reason: str = ""
+
+
+@dataclass
+class Snapshot:
+    """Objects plus coverage. Build with `Snapshot.build`; treat as read-only."""
+
+    objects: list[K8sObject]
+    mode: str = "offline"  # offline | live | snapshot
+    inputs: list[str] = field(default_factory=list)
+    ignored: list[IgnoredDocument] = field(default_factory=list)
+    cluster: ClusterInfo | None = None
+    # Explicit coverage from a live read or a snapshot header, by group-kind.
+    listed: dict[str, Coverage] = field(default_factory=dict)
+    # Served versions of CRDs as discovery saw them (live and snapshots).
+    served_versions: dict[str, list[str]] = field(default_factory=dict)
+    _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)
+    _by_key: dict[tuple[str, str | None, str], K8sObject] = field(default_factory=dict, repr=False)
+    _by_namespace: dict[str, list[K8sObject]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, objects: Iterable[K8sObject], **kwargs) -> "Snapshot":
+        snapshot = cls(objects=list(objects), **kwargs)
+        by_gk: dict[str, list[K8sObject]] = defaultdict(list)
+        by_key: dict[tuple[str, str | None, str], K8sObject] = {}
+        for obj in snapshot.objects:
+            by_gk[obj.gk].append(obj)
+            # The first definition wins, as with `kubectl apply` of a directory
+            # where a later duplicate would be rejected by the API server anyway.
+            by_key.setdefault((obj.gk, obj.namespace, obj.name), obj)
+        snapshot._by_gk = dict(by_gk)
+        snapshot._by_key = by_key
+        return snapshot
+
+    def of_kind(self, *gks: str) -> list[K8sObject]:
+        """All objects of the given group-kinds, in input order per kind."""
+        if len(gks) == 1:
+            return self._by_gk.get(gks[0], [])
+        out: list[K8sObject] = []
+        for gk in gks:
+            out.extend(self._by_gk.get(gk, ()))
+        return out
+
+    def get(self, gk: str, namespace: str | None, name: str) -> K8sObject | None:
+        return self._by_key.get((gk, namespace, name))
+
+    def in_namespace(self, namespace: str) -> list[K8sObject]:
+        if self._by_namespace is None:
+            index: dict[str, list[K8sObject]] = defaultdict(list)
+            for obj in self.objects:
+                if obj.namespace:
+                    index[obj.namespace].append(obj)
+            self._by_namespace = dict(index)
+        return self._by_namespace.get(namespace, [])
+
+    def kinds(self) -> list[str]:
+        return sorted(self._by_gk)
+
+    def coverage(self, gk: str) -> Coverage:
+        explicit = self.listed.get(gk)
+        if explicit is not None:
+            return explicit
+        if self._by_gk.get(gk):
+            return Coverage(CoverageState.PRESENT)
+        if self.mode == "offline":
+            return Coverage(CoverageState.MISSING, f"the input holds no {gk} objects")
+        # Live reads and snapshots list every kind the rules need; a kind they
+        # did not record was never asked for.
+        return Coverage(CoverageState.MISSING, f"{gk} was not read")
+
+    def __iter__(self) -> Iterator[K8sObject]:
+        return iter(self.objects)
+
+    def __len__(self) -> int:
+        return len(self.objects)

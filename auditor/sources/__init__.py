@@ -1,0 +1,1 @@
+"""Input sources: offline files (`files`) and, imported lazily, the live cluster reader."""

@@ -1,0 +1,109 @@
+"""kube-proxy-leftover: kube-proxy objects left behind after Cilium replaced it."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity
+from auditor.rule import NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+
+KPR_KEY = "kube-proxy-replacement"
+# "strict" is the pre-1.16 spelling of full replacement (removed in 1.16, and
+# flagged by its own rule); for leftovers it means the same thing as "true".
+REPLACEMENT_ON = ("true", "strict")
+
+# What kubeadm's kube-proxy addon phase creates (kubeadm
+# cmd/kubeadm/app/phases/addons/proxy), with how much each one matters once
+# Cilium replaces kube-proxy: the DaemonSet still programs iptables rules
+# beside Cilium's eBPF datapath; the ConfigMap makes `kubeadm upgrade`
+# reinstall kube-proxy; the RBAC objects are inert but should go with them.
+LEFTOVERS: tuple[tuple[str, str | None, str, Severity | None, str], ...] = (
+    (kinds.DAEMONSET, "kube-system", "kube-proxy", None, "kube-proxy still runs beside Cilium's eBPF replacement"),
+    (kinds.CONFIGMAP, "kube-system", "kube-proxy", Severity.WARNING, "kubeadm upgrade reinstalls kube-proxy while this ConfigMap exists"),
+    (kinds.SERVICE_ACCOUNT, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
+    (kinds.CLUSTER_ROLE_BINDING, None, "kubeadm:node-proxier", Severity.INFO, "kube-proxy RBAC leftover"),
+    (kinds.ROLE, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
+    (kinds.ROLE_BINDING, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
+)
+
+
+class KubeProxyLeftover(Rule):
+    id = "kube-proxy-leftover"
+    severity = Severity.ERROR
+    title = "kube-proxy objects present while Cilium replaces kube-proxy"
+    rationale = (
+        "The platform runs Cilium with kubeProxyReplacement=true: Services are load-balanced "
+        "by eBPF and kube-proxy must be gone (cluster bootstrapped with kubeadm "
+        "--skip-phases=addon/kube-proxy). A kube-proxy DaemonSet left running programs its own "
+        "iptables Service rules beside Cilium's datapath, so two implementations answer for the "
+        "same Service IPs; a kube-proxy ConfigMap left behind makes `kubeadm upgrade` reinstall "
+        "kube-proxy (Cilium docs, Kubernetes Without kube-proxy). The ServiceAccount, "
+        "ClusterRoleBinding kubeadm:node-proxier and Role/RoleBinding kube-proxy are inert "
+        "leftovers, reported at info. Whether replacement is on comes from cilium-config "
+        "(kube-proxy-replacement); when the input does not show it, the rule does not guess."
+    )
+    remediation = (
+        "Delete the kube-proxy DaemonSet and ConfigMap in kube-system (then its ServiceAccount, "
+        "Role, RoleBinding and the kubeadm:node-proxier ClusterRoleBinding) and flush the KUBE-* "
+        "iptables chains on every node."
+    )
+    requires = (kinds.DAEMONSET, kinds.CONFIGMAP)
+    uses = (kinds.SERVICE_ACCOUNT, kinds.CLUSTER_ROLE_BINDING, kinds.ROLE, kinds.ROLE_BINDING)
+    references = (
+        "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
+        "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true"}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: kube-proxy, namespace: kube-system}
+spec:
+  selector: {matchLabels: {k8s-app: kube-proxy}}
+  template:
+    metadata: {labels: {k8s-app: kube-proxy}}
+    spec:
+      containers: [{name: kube-proxy, image: registry.k8s.io/kube-proxy:v1.32.3}]
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true"}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: cilium, namespace: kube-system}
+spec:
+  selector: {matchLabels: {k8s-app: cilium}}
+  template:
+    metadata: {labels: {k8s-app: cilium}}
+    spec:
+      containers: [{name: cilium-agent, image: quay.io/cilium/cilium:v1.19.1}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        present: list[tuple[K8sObject, Severity | None, str]] = []
+        for gk, namespace, name, severity, why in LEFTOVERS:
+            obj = snapshot.get(gk, namespace, name)
+            if obj is not None:
+                present.append((obj, severity, why))
+        if not present:
+            return
+        if not ctx.cilium.settings_known:
+            raise NotRun(
+                f"kube-proxy objects are present ({', '.join(o.ref.display for o, _, _ in present)}) but the "
+                f"input does not show whether Cilium replaces kube-proxy (no cilium-config {KPR_KEY})"
+            )
+        setting = ctx.cilium.get(KPR_KEY)
+        if setting is None or setting.value.strip().lower() not in REPLACEMENT_ON:
+            return  # kube-proxy is still the Service proxy: nothing is left over
+        for obj, severity, why in present:
+            ctx.examined(obj)
+            yield self.finding(obj, f"{why} ({KPR_KEY}={setting.value} from {setting.origin})", severity)

@@ -1,0 +1,115 @@
+"""lb-pool-v2alpha1: LB-IPAM pools still written in the deprecated API version."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
+from auditor.rule import Rule, RuleContext
+from auditor.snapshot import Snapshot
+
+DEPRECATED = "cilium.io/v2alpha1"
+CURRENT = "cilium.io/v2"
+POOL_CRD_NAME = "ciliumloadbalancerippools.cilium.io"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied_api_version(pool: K8sObject) -> str | None:
+    text = pool.annotations.get(LAST_APPLIED)
+    if not isinstance(text, str):
+        return None
+    try:
+        applied = json.loads(text)
+    except ValueError:
+        return None
+    return as_str(as_mapping(applied).get("apiVersion")) or None
+
+
+def _writers_in_deprecated_version(pool: K8sObject) -> list[str]:
+    """Field managers that last wrote the pool's spec through v2alpha1.
+
+    The API server converts between served versions, so a pool listed as v2
+    may still be maintained by a v2alpha1 manifest; managedFields keep the
+    version each manager wrote with. Status writers (the operator) do not
+    count: they do not own the manifest.
+    """
+    managers = []
+    for entry in as_list(pool.metadata.get("managedFields")):
+        entry = as_mapping(entry)
+        if entry.get("apiVersion") == DEPRECATED and entry.get("subresource") != "status":
+            managers.append(as_str(entry.get("manager"), "unknown manager"))
+    return sorted(set(managers))
+
+
+class LbPoolV2alpha1(Rule):
+    id = "lb-pool-v2alpha1"
+    severity = Severity.WARNING
+    title = "CiliumLoadBalancerIPPool still in the deprecated cilium.io/v2alpha1"
+    rationale = (
+        "CiliumLoadBalancerIPPool was promoted to cilium.io/v2 in Cilium 1.18; in 1.19 both "
+        "versions are served, v2 is the storage version and v2alpha1 is marked deprecated, so "
+        "a later release will stop serving it and manifests, and objects still stored, in "
+        "v2alpha1 will break. The platform pins its pools to cilium.io/v2 (ADR 0020). "
+        "CiliumL2AnnouncementPolicy is deliberately not flagged: v2alpha1 is its only version "
+        "in 1.19. On a live cluster the API server converts versions on read, so the rule "
+        "also reads managedFields, the last-applied-configuration annotation, and the CRD's "
+        "status.storedVersions."
+    )
+    remediation = (
+        "Change apiVersion to cilium.io/v2 in the pool manifest (spec.blocks is unchanged) and "
+        "re-apply it; once every pool is rewritten, drop v2alpha1 from the CRD's "
+        "status.storedVersions."
+    )
+    requires = (kinds.LB_IP_POOL,)
+    uses = (kinds.CRD,)
+    references = (
+        "https://github.com/cilium/cilium/pull/39090",
+        "https://docs.cilium.io/en/stable/network/lb-ipam/",
+        "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#upgrade-existing-objects-to-a-new-stored-version",
+    )
+    example_fail = """\
+apiVersion: cilium.io/v2alpha1
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: default-l2}
+spec: {loadBalancerIPs: true}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        for pool in snapshot.of_kind(kinds.LB_IP_POOL):
+            ctx.examined(pool)
+            if pool.api_version == DEPRECATED:
+                yield self.finding(pool, f"written in {DEPRECATED}; use {CURRENT}")
+                continue
+            reasons = []
+            writers = _writers_in_deprecated_version(pool)
+            if writers:
+                reasons.append(f"managedFields show {', '.join(writers)} writing it in {DEPRECATED}")
+            if _last_applied_api_version(pool) == DEPRECATED:
+                reasons.append(f"last applied (kubectl apply) as {DEPRECATED}")
+            if reasons:
+                yield self.finding(pool, f"read as {pool.api_version} but {'; '.join(reasons)}")
+        crd = snapshot.get(kinds.CRD, None, POOL_CRD_NAME)
+        if crd is not None:
+            ctx.examined(crd)
+            stored = [v for v in as_list(crd.status.get("storedVersions")) if isinstance(v, str)]
+            if "v2alpha1" in stored:
+                yield self.finding(
+                    crd,
+                    f"status.storedVersions still lists v2alpha1 ({', '.join(stored)}): pools stored in the "
+                    "deprecated version must be rewritten before it is removed",
+                )

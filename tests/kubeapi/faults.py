@@ -1,0 +1,132 @@
+"""Fault injection: a thread-safe plan of counted faults.
+
+A `Fault` selects requests by resource (`"services"`,
+`"ciliumloadbalancerippools.cilium.io"`), by a regular expression searched in
+the URL path, by verb (`"list"`/`"get"`), or any combination; with no
+selector it matches every request.  `times` is how many matching requests it
+fires on (None = unlimited).  Kinds:
+
+* `latency`   - sleep `latency` seconds, then answer normally (stacks with others);
+* `throttle`  - 429 TooManyRequests with `Retry-After: retry_after`;
+* `error`     - 500 InternalError;
+* `drop`      - send the headers and part of the body, then close the socket;
+* `expired`   - 410 Expired (the etcd "continue parameter is too old"
+                answer); fires only on requests that present a continue token.
+
+Latency faults all apply; of the terminal faults the first matching one in
+plan order fires.  Each firing is counted so tests can assert it happened.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable
+
+KINDS = ("latency", "throttle", "error", "drop", "expired")
+
+
+@dataclass
+class Fault:
+    kind: str
+    resource: str | None = None
+    path: str | None = None
+    verb: str | None = None
+    times: int | None = 1
+    latency: float = 0.05
+    retry_after: int = 1
+    message: str = "etcdserver: request timed out"
+    drop_after_bytes: int | None = None  # default: half of the body
+    fired: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {KINDS}")
+        self._path_re = re.compile(self.path) if self.path else None
+
+    # Convenience constructors read better in tests than kind strings.
+    @classmethod
+    def slow(cls, seconds: float = 0.05, **sel) -> "Fault":
+        return cls("latency", latency=seconds, **sel)
+
+    @classmethod
+    def throttle(cls, retry_after: int = 1, **sel) -> "Fault":
+        return cls("throttle", retry_after=retry_after, **sel)
+
+    @classmethod
+    def error(cls, message: str = "etcdserver: request timed out", **sel) -> "Fault":
+        return cls("error", message=message, **sel)
+
+    @classmethod
+    def drop(cls, after_bytes: int | None = None, **sel) -> "Fault":
+        return cls("drop", drop_after_bytes=after_bytes, **sel)
+
+    @classmethod
+    def expired(cls, **sel) -> "Fault":
+        return cls("expired", **sel)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.times is not None and self.fired >= self.times
+
+    def matches(self, path: str, resource: str | None, verb: str, has_continue: bool) -> bool:
+        if self.resource is not None and self.resource != resource:
+            return False
+        if self._path_re is not None and not self._path_re.search(path):
+            return False
+        if self.verb is not None and self.verb != verb:
+            return False
+        if self.kind == "expired" and not has_continue:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class FiredFaults:
+    latency: float
+    terminal: Fault | None
+    names: tuple[str, ...]
+
+
+class FaultPlan:
+    def __init__(self, faults: Iterable[Fault] = ()):
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = list(faults)
+
+    def add(self, *faults: Fault) -> None:
+        with self._lock:
+            self._faults.extend(faults)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    @property
+    def faults(self) -> list[Fault]:
+        with self._lock:
+            return list(self._faults)
+
+    def pending(self) -> list[Fault]:
+        """Faults that still have firings left."""
+        with self._lock:
+            return [f for f in self._faults if not f.exhausted]
+
+    def take(self, path: str, resource: str | None, verb: str, has_continue: bool) -> FiredFaults:
+        """Atomically pick (and count) the faults that fire for one request."""
+        latency = 0.0
+        terminal: Fault | None = None
+        names: list[str] = []
+        with self._lock:
+            for f in self._faults:
+                if f.exhausted or not f.matches(path, resource, verb, has_continue):
+                    continue
+                if f.kind == "latency":
+                    f.fired += 1
+                    latency += f.latency
+                    names.append("latency")
+                elif terminal is None:
+                    f.fired += 1
+                    terminal = f
+                    names.append(f.kind)
+        return FiredFaults(latency, terminal, tuple(names))

@@ -1,0 +1,185 @@
+"""HTTP plumbing: one handler per connection (HTTP/1.1 keep-alive over TLS).
+
+Order of checks follows kube-apiserver's filter chain where it matters:
+authentication (401) -> [read-only gate: non-GET is 405] -> fault injection
+(APF sits here on a real server, so 429 precedes authorization) ->
+authorization (403) -> routing (404) -> the answer.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import status
+from .api import RequestInfo, Response, encode, parse_request_info
+from .resources import ResourceType
+from .store import ContinueToken
+
+if TYPE_CHECKING:
+    from .server import KubeApiServer, User
+
+_MAX_DISCARD = 16 * 1024 * 1024
+
+
+class KubeApiHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as Go's transport expects
+    server_version = "kubeapi-test"
+    sys_version = ""
+    timeout = 30  # idle keep-alive connections are closed after this
+
+    @property
+    def app(self) -> "KubeApiServer":
+        return self.server.app  # type: ignore[attr-defined]
+
+    def handle(self) -> None:
+        # The TLS handshake runs here, in the connection's own thread, so a
+        # slow or broken client can never stall the accept loop.
+        try:
+            self.connection.do_handshake()
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            super().handle()
+        except (ConnectionError, ssl.SSLError, socket.timeout, TimeoutError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass  # the request log replaces stderr access logs
+
+    # Every method funnels into one place; only GET/HEAD can succeed.
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_HEAD(self) -> None:
+        self._handle()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET
+
+    def _discard_body(self) -> None:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self.close_connection = True
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        if length > _MAX_DISCARD:
+            self.close_connection = True
+        elif length > 0:
+            self.rfile.read(length)
+
+    def _authenticate(self) -> "User":
+        auth = self.headers.get("Authorization", "")
+        scheme, _, token = auth.partition(" ")
+        user = self.app.user_for_token(token.strip()) if scheme.lower() == "bearer" else None
+        if user is None:
+            raise status.unauthorized()
+        return user
+
+    def _authorize(self, user: "User", info: RequestInfo) -> None:
+        policy = user.policy
+        if policy is None:
+            return
+        if not info.is_resource:
+            if not policy.allows_path("get", info.path):
+                raise status.forbidden_path(user.name, "get", info.path)
+            return
+        if not policy.allows_resource(info.verb, info.group, info.resource, info.subresource,
+                                      info.namespace, info.name):
+            rtype = self.app.registry.lookup(info.group, info.version, info.resource)
+            if rtype is None:
+                # Unknown resources are authorized (and denied) by name alone.
+                rtype = ResourceType(info.group, (info.version,), info.resource, "", "", True)
+            name = info.name if info.verb == "get" else ""
+            raise status.forbidden_resource(rtype, user.name, info.verb, info.subresource,
+                                            info.namespace, name)
+
+    def _apply_fault(self, info: RequestInfo, query: dict) -> None:
+        """Sleep for latency faults and raise for 429/500/410; a drop is
+        remembered on self and happens while sending the answer."""
+        has_continue = bool(query.get("continue", [""])[0])
+        fired = self.app.faults.take(info.path, info.qualified_resource, info.verb, has_continue)
+        self._fired = fired.names
+        if fired.latency:
+            time.sleep(fired.latency)
+        f = fired.terminal
+        if f is None:
+            return
+        if f.kind == "throttle":
+            raise status.too_many_requests(f.retry_after)
+        if f.kind == "error":
+            raise status.internal_error(f.message)
+        if f.kind == "expired":
+            old = ContinueToken.decode(query["continue"][0])
+            raise status.expired_continue(ContinueToken(-1, old.start).encode())
+        self._drop = f
+
+    def _handle(self) -> None:
+        self._fired: tuple[str, ...] = ()
+        self._drop = None
+        split = urlsplit(self.path)
+        path = unquote(split.path) or "/"
+        query = parse_qs(split.query, keep_blank_values=True)
+        user_name: str | None = None
+        try:
+            user = self._authenticate()
+            user_name = user.name
+            if self.command not in ("GET", "HEAD"):
+                self._discard_body()
+                raise status.method_not_allowed()
+            info = parse_request_info(path, query)
+            self._apply_fault(info, query)
+            self._authorize(user, info)
+            accept = self.headers.get("Accept")
+            if info.is_resource:
+                rtype = self.app.core.resolve(info)
+                resp = self.app.core.serve_resource(info, rtype, query, accept)
+            else:
+                resp = self.app.core.serve_non_resource(path, accept)
+        except status.ApiError as err:
+            resp = Response(err.code, encode(err.body()), headers=err.headers)
+        except Exception:  # a bug in the fake server must not look like a cluster answer
+            self.app.record_error(traceback.format_exc())
+            err = status.internal_error("kubeapi test server bug; see server.errors")
+            resp = Response(500, encode(err.body()))
+        # Record before answering: a client that has its answer must find
+        # the request in the log (recording after would race with it).
+        self.app.log.record(self.command, path, query, resp.status,
+                            self.headers.get("User-Agent", ""), self.headers.get("Accept", ""),
+                            user_name, self._fired)
+        self._send(resp)
+
+    def _send(self, resp: Response) -> None:
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Content-Length", str(len(resp.body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        for k, v in resp.headers.items():
+            self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if self._drop is None:
+            self.wfile.write(resp.body)
+            return
+        # Dropped mid-body: headers promise the full length, the peer gets a
+        # prefix and then a TCP shutdown without TLS close_notify.
+        cut = self._drop.drop_after_bytes
+        cut = len(resp.body) // 2 if cut is None else min(cut, max(len(resp.body) - 1, 0))
+        self.wfile.write(resp.body[:cut])
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
+        except OSError:
+            pass
