@@ -23,6 +23,20 @@ if TYPE_CHECKING:  # imported for annotations only: keeps rule imports light
 Requirement = Union[str, tuple[str, ...]]
 
 
+@dataclass(frozen=True)
+class Fact:
+    """A checked fact a rule relies on, with the versions it holds for and its source.
+
+    Shown in the generated rule reference (docs/rules.md), so an operator can
+    see what the rule assumes about Cilium or Kubernetes, and re-check it when
+    upgrading.
+    """
+
+    statement: str
+    holds_for: str
+    source: str
+
+
 class NotRun(Exception):
     """Raised by a rule whose input does not show what it needs to judge."""
 
@@ -45,6 +59,8 @@ class Rule:
     uses: ClassVar[tuple[str, ...]] = ()
     # Public sources for the facts the rationale relies on (URLs, issue ids).
     references: ClassVar[tuple[str, ...]] = ()
+    # The Cilium/Kubernetes facts the rule encodes, with versions and sources.
+    facts: ClassVar[tuple[Fact, ...]] = ()
     # Small YAML inputs: one that fails the rule and one that passes it. They
     # are shown by `audit explain` and in docs/rules.md, and the test suite
     # checks that they do what they claim.

@@ -112,6 +112,17 @@ def rendered_chart(g: Gen, ctx: NsCtx, chart: str, version: str, workloads: int,
                 "metadata": {"name": f"{name}-{comp}", "namespace": ns, "labels": cl},
                 "spec": {"endpoints": [{"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"}],
                          "selector": {"matchLabels": sel}}}))
-    if rule_groups:
+    if rule_groups:  # the monitoring stack: node-exporter DaemonSet and its alerting rules
+        ne = helm_labels("prometheus-node-exporter", "4.47.0", name)
+        spec = pod_spec(g, ctx, "node-exporter", ("node-exporter", "quay.io/prometheus/node-exporter:v1.9.1",
+                                                  (("http-metrics", 9100),), "http", "DaemonSet"),
+                        f"{name}-prometheus-node-exporter", f"{name}-config", f"{name}-auth")
+        spec |= {"hostNetwork": True, "hostPID": True, "tolerations": [{"effect": "NoSchedule", "operator": "Exists"}]}
+        docs.append(("prometheus-node-exporter/daemonset.yaml", {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": f"{name}-prometheus-node-exporter", "namespace": ns, "labels": ne},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "prometheus-node-exporter"}},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                     "template": {"metadata": {"labels": ne}, "spec": spec}}}))
         docs.append(("prometheusrule.yaml", _prometheus_rule(g, name, ns, labels, rule_groups)))
     return [d for _, d in docs], [f"{chart}/templates/{src}" for src, _ in docs]

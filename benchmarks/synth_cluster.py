@@ -157,7 +157,8 @@ def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: D
 def _infra(g: Gen, nodes: list[Node], inject: bool, drift: Drift, lb: net.LbAllocator, p_mf: float) -> list[Obj]:
     out = kube_system(g, nodes, inject, p_mf)
     if inject:
-        drift.kube_proxy_leftover += ["kube-system/DaemonSet/kube-proxy", "kube-system/ConfigMap/kube-proxy"]
+        drift.kube_proxy_leftover += ["kube-system/DaemonSet/kube-proxy", "kube-system/ConfigMap/kube-proxy",
+                                      "kube-system/ServiceAccount/kube-proxy"]
     ks = NsCtx("kube-system", g.past(600, 700), "kubectl-client-side-apply", nodes, p_mf)
     ip = lb.take("apps-pool")
     out.append(net.service(g, ks, "kube-api", {"app": "kube-api"}, [("https", 6443)], "LoadBalancer",

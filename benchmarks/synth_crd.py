@@ -99,7 +99,8 @@ def _leaf(g: Gen) -> Obj:
 
 def crd(g: Gen, group: str, kind: str, versions: list[str], nodes: int, scope: str = "Namespaced",
         labels: dict[str, str] | None = None) -> Obj:
-    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    low = kind.lower()
+    plural = low[:-1] + "ies" if low.endswith("y") else low + ("es" if low.endswith("s") else "s")
     vers = []
     for i, v in enumerate(versions):
         budget = [nodes // len(versions)]

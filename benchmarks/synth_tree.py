@@ -44,8 +44,9 @@ class TreeWriter:
     def vendor(self, rel: str, docs: list[Obj], sources: list[str] | None = None, preamble: str = "") -> None:
         self._put(rel, preamble + vendor_docs(docs, sources), docs)
 
-    def raw(self, rel: str, text: str) -> None:
-        self._put(rel, text, [])
+    def raw(self, rel: str, text: str, docs: int = 0) -> None:
+        """Text written as is; `docs` API objects it holds (values files and READMEs hold none)."""
+        self._put(rel, text, [{"kind": "?"}] * docs)
 
 
 def kustomization(resources: list[str], ns: str | None = None, **extra: Any) -> Obj:
@@ -145,6 +146,18 @@ def _netpols(g: Gen, w: TreeWriter, ns: str, app: str, port: int, deny: bool) ->
     return files + ["allow-dns.yaml", f"allow-{app}-ingress.yaml"]
 
 
+def _anchored_cnp(g: Gen, name: str) -> str:
+    """Hand-typed, homelab style: schema modeline, anchors/aliases and flow mappings."""
+    return (f"---\n# yaml-language-server: $schema=https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/"
+            f"cilium.io/ciliumnetworkpolicy_v2.json\napiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
+            f"metadata:\n  name: &name {name}-egress\nspec:\n  endpointSelector:\n    matchLabels:\n"
+            f"      app.kubernetes.io/name: *name\n  egress:\n    - toEndpoints:\n"
+            f"        - matchLabels: {{ k8s:io.kubernetes.pod.namespace: kube-system, k8s:k8s-app: kube-dns }}\n"
+            f"      toPorts:\n        - ports: [{{ port: \"53\", protocol: ANY }}]\n"
+            f"    - toFQDNs: [{{ matchName: s3.internal.lan }}, {{ matchPattern: \"*.{g.pick(WORDS)}.svc\" }}]\n"
+            f"  egressDeny:\n    - toCIDRSet:\n        - cidr: 10.0.0.0/8\n          except: [\"10.42.0.0/16\"]\n")
+
+
 def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
     """apps/<name>/ with base, overlays, optional chart; returns the path for clusters/prod."""
     ctx = NsCtx(name, 0, "kubectl-client-side-apply", [], 0.0)
@@ -204,7 +217,8 @@ def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
         patch = (f"- op: replace\n  path: /spec/replicas\n  value: {2 if env == 'prod' else 1}\n")
         w.human(f"apps/{name}/overlays/{env}/kustomization.yaml", [kustomization(
             ["../../base"], f"{name}-{env}" if env == "staging" else name,
-            patches=[{"target": {"kind": "Deployment", "name": workloads[0]["metadata"]["name"]}, "patch": patch}],
+            patches=[{"target": {"kind": workloads[0]["kind"], "name": workloads[0]["metadata"]["name"]},
+                      "patch": patch}],
             images=[{"name": "ghcr.io/univ-lehavre/app", "newTag": f"v{g.between(1, 9)}.{g.between(0, 40)}.0"}])], 1)
     if g.chance(0.35):
         docs, sources = rendered_chart(g, ctx, name, f"{g.between(0, 9)}.{g.between(0, 30)}.{g.between(0, 9)}",
@@ -215,6 +229,8 @@ def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
             "podSecurityContext": {"fsGroup": 1000}, "nodeSelector": {}, "tolerations": [], "affinity": {}}))
         w.vendor(f"apps/{name}/rendered/{name}.yaml", docs, sources)
+    if g.chance(0.2):
+        w.raw(f"apps/{name}/base/ciliumnetworkpolicy.yaml", _anchored_cnp(g, name), docs=1)
     _netpols(g, w, name, name, port, deny=not g.chance(0.05))
     return f"../../apps/{name}/overlays/prod"
 

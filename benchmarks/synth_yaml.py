@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from synth_common import Gen
+from synth_common import WORDS, Gen
 
 COMMENTS = (
     "Exposition tout-Cilium (ADR 0020) : pas d'ingress-nginx, pas de MetalLB.",
@@ -26,8 +26,8 @@ COMMENTS = (
     "yaml-language-server: $schema=https://k8s-schemas.home-operations.com/cilium.io/ciliumnetworkpolicy_v2.json",
     "Ce fichier NE porte PAS metadata.namespace : appliqué avec -n par le rôle Ansible.",
 )
-INLINE = {"hostname": "placeholder .lan until DNS is delegated", "image": "pinned by digest",
-          "port": "must match the container port", "replicas": "non-HA: single replica (ADR 0002)",
+INLINE = {"hostname": "placeholder .lan until DNS is delegated", "image": "renovate: datasource=docker",
+          "containerPort": "must match the Service targetPort", "replicas": "non-HA: single replica (ADR 0002)",
           "storageClassName": "RBD replicated x3", "externalTrafficPolicy": "Cluster on purpose (L2)"}
 _INLINE_RE = re.compile(r"^(\s*(?:- )?(" + "|".join(INLINE) + r")): ([^|>\s][^#\n]*)$", re.M)
 
@@ -45,9 +45,15 @@ class HumanDumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         return super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # shared dicts must not turn into PyYAML's `&id001` anchors
+
 
 class VendorDumper(yaml.CSafeDumper):  # type: ignore[misc]
     """libyaml emitter (fast) with kubectl/controller-gen layout: indentless sequences."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 for _d in (HumanDumper, VendorDumper):
@@ -70,7 +76,7 @@ def _inline(g: Gen, m: re.Match[str], p: float) -> str:
 
 
 def comment_block(g: Gen, n: int) -> str:
-    return "".join(f"# {g.pick(COMMENTS)}\n" for _ in range(n))
+    return "".join(f"# {line}\n" for line in g.rng.sample(COMMENTS, min(n, len(COMMENTS))))
 
 
 def vendor_docs(docs: list[dict[str, Any]], sources: list[str] | None = None) -> str:
@@ -102,7 +108,7 @@ def values_yaml(g: Gen, values: dict[str, Any], indent: int = 0) -> str:
     pad = " " * indent
     for k, v in values.items():
         if g.chance(0.6):
-            lines.append(f"{pad}# -- {g.words(g.between(4, 14)).capitalize()}.")
+            lines.append(f"{pad}# -- {k} for the {g.pick(WORDS)} component ({g.words(g.between(2, 8))}).")
         if isinstance(v, dict) and v:
             lines.append(f"{pad}{k}:")
             lines.append(values_yaml(g, v, indent + 2).rstrip("\n"))

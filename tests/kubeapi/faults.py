@@ -7,13 +7,16 @@ selector it matches every request.  `times` is how many matching requests it
 fires on (None = unlimited).  Kinds:
 
 * `latency`   - sleep `latency` seconds, then answer normally (stacks with others);
+* `gate`      - hold the request until `gate` (a threading.Event) is set, or
+                `gate_timeout` passes, then answer normally: lets a test hold
+                requests in flight deterministically (no sleeps);
 * `throttle`  - 429 TooManyRequests with `Retry-After: retry_after`;
 * `error`     - 500 InternalError;
 * `drop`      - send the headers and part of the body, then close the socket;
 * `expired`   - 410 Expired (the etcd "continue parameter is too old"
                 answer); fires only on requests that present a continue token.
 
-Latency faults all apply; of the terminal faults the first matching one in
+Latency and gate faults all apply; of the terminal faults the first matching one in
 plan order fires.  Each firing is counted so tests can assert it happened.
 """
 
@@ -24,7 +27,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Iterable
 
-KINDS = ("latency", "throttle", "error", "drop", "expired")
+KINDS = ("latency", "gate", "throttle", "error", "drop", "expired")
+_NON_TERMINAL = ("latency", "gate")
 
 
 @dataclass
@@ -38,17 +42,25 @@ class Fault:
     retry_after: int = 1
     message: str = "etcdserver: request timed out"
     drop_after_bytes: int | None = None  # default: half of the body
+    gate: threading.Event | None = None
+    gate_timeout: float = 10.0
     fired: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {KINDS}")
+        if self.kind == "gate" and self.gate is None:
+            raise ValueError("a gate fault needs gate=threading.Event()")
         self._path_re = re.compile(self.path) if self.path else None
 
     # Convenience constructors read better in tests than kind strings.
     @classmethod
     def slow(cls, seconds: float = 0.05, **sel) -> "Fault":
         return cls("latency", latency=seconds, **sel)
+
+    @classmethod
+    def hold(cls, gate: threading.Event, timeout: float = 10.0, **sel) -> "Fault":
+        return cls("gate", gate=gate, gate_timeout=timeout, **sel)
 
     @classmethod
     def throttle(cls, retry_after: int = 1, **sel) -> "Fault":
@@ -85,6 +97,7 @@ class Fault:
 @dataclass(frozen=True)
 class FiredFaults:
     latency: float
+    gates: tuple[tuple[threading.Event, float], ...]
     terminal: Fault | None
     names: tuple[str, ...]
 
@@ -115,18 +128,23 @@ class FaultPlan:
     def take(self, path: str, resource: str | None, verb: str, has_continue: bool) -> FiredFaults:
         """Atomically pick (and count) the faults that fire for one request."""
         latency = 0.0
+        gates: list[tuple[threading.Event, float]] = []
         terminal: Fault | None = None
         names: list[str] = []
         with self._lock:
             for f in self._faults:
                 if f.exhausted or not f.matches(path, resource, verb, has_continue):
                     continue
-                if f.kind == "latency":
-                    f.fired += 1
-                    latency += f.latency
-                    names.append("latency")
-                elif terminal is None:
-                    f.fired += 1
+                if f.kind in _NON_TERMINAL:
+                    if f.kind == "latency":
+                        latency += f.latency
+                    else:
+                        assert f.gate is not None
+                        gates.append((f.gate, f.gate_timeout))
+                elif terminal is not None:
+                    continue
+                else:
                     terminal = f
-                    names.append(f.kind)
-        return FiredFaults(latency, terminal, tuple(names))
+                f.fired += 1
+                names.append(f.kind)
+        return FiredFaults(latency, tuple(gates), terminal, tuple(names))

@@ -109,6 +109,8 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         self._fired = fired.names
         if fired.latency:
             time.sleep(fired.latency)
+        for gate, timeout in fired.gates:
+            gate.wait(timeout)
         f = fired.terminal
         if f is None:
             return
@@ -122,6 +124,13 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         self._drop = f
 
     def _handle(self) -> None:
+        self.app.enter_request()
+        try:
+            self._handle_request()
+        finally:
+            self.app.leave_request()
+
+    def _handle_request(self) -> None:
         self._fired: tuple[str, ...] = ()
         self._drop = None
         split = urlsplit(self.path)

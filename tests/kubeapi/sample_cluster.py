@@ -14,7 +14,7 @@ import base64
 from .crds import make_crd, stable_uid
 
 CREATED = "2024-05-02T09:14:27Z"
-SECRET_USERNAME = "payments"
+SECRET_USERNAME = "svc_ledger_rw"
 SECRET_PASSWORD = "s3cr3t-Pa55w0rd-do-not-leak"
 
 

@@ -216,7 +216,9 @@ class KubeApiServer:
         self.faults = FaultPlan(faults)
         self.log = RequestLog()
         self.errors: list[str] = []
-        self._errors_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._in_flight = 0
+        self.peak_in_flight = 0  # most requests ever being handled at once
         self._host = host
         self.core = ApiCore(self.registry, self.store, ServerVersion(git_version),
                             aggregated_discovery, clock, lambda: f"{self._host}:{self.port}")
@@ -309,6 +311,20 @@ class KubeApiServer:
     def clear_requests(self) -> None:
         self.log.clear()
 
+    @property
+    def in_flight(self) -> int:
+        with self._state_lock:
+            return self._in_flight
+
+    def enter_request(self) -> None:
+        with self._state_lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+
+    def leave_request(self) -> None:
+        with self._state_lock:
+            self._in_flight -= 1
+
     def record_error(self, text: str) -> None:
-        with self._errors_lock:
+        with self._state_lock:
             self.errors.append(text)

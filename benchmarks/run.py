@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Benchmark the auditor against parse-only baselines on synthetic datasets.
+
+    python benchmarks/run.py                      # 1k/10k/100k clusters, 10k Services, 6 MB tree
+    python benchmarks/run.py --sizes 1000,10000 --reps 5 --json-out results.json
+    python benchmarks/run.py --checkov            # also time checkov on the tree (own venv)
+
+Datasets are cached in benchmarks/.cache/ (git-ignored), keyed by seed and by a hash of
+the generator sources, so they are rebuilt only when the generator changes (or --regen).
+Every measurement is a fresh subprocess; see measure.py. Numbers are raw medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import Measurement, json_load_argv, measure, warm_page_cache, yaml_load_argv  # noqa: E402
+from synth import fingerprint  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+CACHE = BENCH / ".cache"
+AUDITOR_MAIN = ROOT / "auditor" / "__main__.py"
+SERVICES = (10_000, 1_000)  # the live-reader dataset: 10,000 Services across 1,000 namespaces
+
+# Targets: (key, description, limit)
+TARGETS = {
+    "wall_100k": ("audit 100k JSON wall <= 2.5x json.load", 2.5),
+    "rss_100k": ("audit 100k JSON peak RSS <= 3x json.load", 3.0),
+    "growth": ("audit time growth 10k -> 100k <= 12x", 12.0),
+    "tree": ("tree audit wall <= 1.5x CSafeLoader parse", 1.5),
+    "version": ("`python -m auditor --version` < 0.3 s", 0.3),
+}
+
+
+@dataclass
+class Dataset:
+    label: str
+    kind: str  # "json" or "tree"
+    path: Path
+    objects: int
+    bytes: int
+    gen_s: float | None  # None when reused from the cache
+
+
+@dataclass
+class Row:
+    ds: Dataset
+    parse: Measurement
+    audit: Measurement | None
+
+
+def _prune_stale(prefix: str, keep: str) -> None:
+    """Drop cached datasets from older generator versions (they can weigh hundreds of MB)."""
+    for p in CACHE.glob(prefix + "-*"):
+        if keep not in p.name:
+            if p.is_dir():
+                subprocess.run(["rm", "-rf", "--", str(p)], check=False)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def ensure_dataset(label: str, kind: str, prefix: str, synth_args: list[str], ext: str, python: str,
+                   regen: bool) -> Dataset:
+    fp = fingerprint()
+    path = CACHE / f"{prefix}-{fp}{ext}"
+    meta = path.with_name(path.name + ".meta.json")
+    gen_s = None
+    if regen or not (path.exists() and meta.exists()):
+        _prune_stale(prefix, fp)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        print(f"generating {label} -> {path.relative_to(ROOT)} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        extra = ["--force"] if kind == "tree" else []
+        subprocess.run([python, str(BENCH / "synth.py"), *synth_args, "-o", str(path), *extra], check=True)
+        gen_s = time.perf_counter() - t0
+    info = json.loads(meta.read_text())
+    return Dataset(label, kind, path, info["objects"], info["bytes"], gen_s)
+
+
+def datasets(a: argparse.Namespace) -> list[Dataset]:
+    out = []
+    for n in a.sizes:
+        out.append(ensure_dataset(f"cluster-{n // 1000}k", "json", f"cluster-{n}-s{a.seed}",
+                                  ["cluster", "--objects", str(n), "--seed", str(a.seed)], ".json", a.python, a.regen))
+    if a.services:
+        s, ns = SERVICES
+        out.append(ensure_dataset(f"services-{s // 1000}k/{ns}ns", "json", f"services-{s}x{ns}-s{a.seed}",
+                                  ["services", "--services", str(s), "--namespaces", str(ns), "--seed", str(a.seed)],
+                                  ".json", a.python, a.regen))
+    if a.tree_mb > 0:
+        out.append(ensure_dataset(f"tree-{a.tree_mb:g}MB", "tree", f"tree-{a.tree_mb:g}mb-s{a.seed}",
+                                  ["tree", "--megabytes", str(a.tree_mb), "--seed", str(a.seed)], "", a.python,
+                                  a.regen))
+    return out
+
+
+def auditor_argv(python: str, path: Path) -> list[str]:
+    return [python, "-m", "auditor", str(path), "--format", "json"]
+
+
+def bench(ds: Dataset, a: argparse.Namespace, have_auditor: bool) -> Row:
+    warm_page_cache(ds.path)
+    print(f"measuring {ds.label} ...", file=sys.stderr, flush=True)
+    argv = json_load_argv(a.python, ds.path) if ds.kind == "json" else yaml_load_argv(a.python, ds.path)
+    parse = measure("json.load" if ds.kind == "json" else "CSafeLoader", argv, a.reps, timeout=a.timeout)
+    audit = measure("audit", auditor_argv(a.python, ds.path), a.reps, cwd=ROOT, timeout=a.timeout) \
+        if have_auditor else None
+    return Row(ds, parse, audit)
+
+
+def _fmt(m: Measurement | None, what: str) -> str:
+    if m is None:
+        return "auditor not installed" if what == "wall" else ""
+    if not m.ok:
+        return f"ERROR ({m.error})" if what == "wall" else ""
+    return f"{m.wall_s:.3f}" if what == "wall" else f"{m.rss_mib:.0f}"
+
+
+def _ratio(audit: Measurement | None, base: Measurement, attr: str) -> float | None:
+    if audit is None or not audit.ok or not base.ok:
+        return None
+    return getattr(audit, attr) / getattr(base, attr)
+
+
+def print_table(rows: list[Row]) -> None:
+    head = ("dataset", "objects", "MB", "gen s", "parse", "parse s", "parse MiB", "audit s", "audit MiB",
+            "time x", "mem x")
+    lines = [head]
+    for r in rows:
+        tr, mr = _ratio(r.audit, r.parse, "wall_s"), _ratio(r.audit, r.parse, "rss_mib")
+        lines.append((r.ds.label, f"{r.ds.objects:,}", f"{r.ds.bytes / 1e6:.1f}",
+                      "cached" if r.ds.gen_s is None else f"{r.ds.gen_s:.1f}", r.parse.label,
+                      _fmt(r.parse, "wall"), _fmt(r.parse, "rss"), _fmt(r.audit, "wall"), _fmt(r.audit, "rss"),
+                      "" if tr is None else f"{tr:.2f}", "" if mr is None else f"{mr:.2f}"))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    for i, line in enumerate(lines):
+        print("  ".join(str(c).ljust(w) if j < 5 else str(c).rjust(w) for j, (c, w) in enumerate(zip(line, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def evaluate(rows: list[Row], version: Measurement | None) -> list[tuple[str, str, str]]:
+    """(description, PASS|FAIL|N/A, detail) for every target."""
+    by = {r.ds.label: r for r in rows}
+    res: list[tuple[str, str, str]] = []
+
+    def verdict(key: str, value: float | None, unit: str = "x") -> None:
+        desc, limit = TARGETS[key]
+        if value is None:
+            res.append((desc, "N/A", "no auditor result"))
+        else:
+            res.append((desc, "PASS" if value <= limit else "FAIL", f"{value:.2f}{unit} (limit {limit}{unit})"))
+
+    big, mid = by.get("cluster-100k"), by.get("cluster-10k")
+    verdict("wall_100k", _ratio(big.audit, big.parse, "wall_s") if big else None)
+    verdict("rss_100k", _ratio(big.audit, big.parse, "rss_mib") if big else None)
+    growth = None
+    if big and mid and big.audit and mid.audit and big.audit.ok and mid.audit.ok:
+        growth = big.audit.wall_s / mid.audit.wall_s
+    verdict("growth", growth)
+    tree = next((r for r in rows if r.ds.kind == "tree"), None)
+    verdict("tree", _ratio(tree.audit, tree.parse, "wall_s") if tree else None)
+    verdict("version", version.wall_s if version and version.ok else None, " s")
+    if version and version.ok and version.wall_s >= TARGETS["version"][1]:
+        res[-1] = (res[-1][0], "FAIL", res[-1][2])
+    return res
+
+
+def run_checkov(a: argparse.Namespace, tree: Row | None) -> dict[str, object]:
+    """Optional comparison; checkov lives in its own venv and is never a project dependency."""
+    if tree is None:
+        return {"skipped": "no tree dataset"}
+    venv = CACHE / "checkov-venv"
+    exe = venv / "bin" / "checkov"
+    if not exe.exists():
+        print("installing checkov into benchmarks/.cache/checkov-venv (one-off) ...", file=sys.stderr, flush=True)
+        try:
+            subprocess.run([a.python, "-m", "venv", str(venv)], check=True, timeout=300)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "checkov"], check=True, timeout=1800)
+        except (subprocess.SubprocessError, OSError) as exc:
+            return {"skipped": f"checkov installation failed: {exc}"}
+    argv = [str(exe), "-d", str(tree.ds.path), "--framework", "kubernetes", "--quiet", "--compact", "-o", "json"]
+    m = measure("checkov", argv, 1, timeout=a.timeout)
+    out: dict[str, object] = {"measurement": m.as_dict()}
+    if m.ok and tree.audit and tree.audit.ok:
+        out["ratio_vs_auditor"] = m.wall_s / tree.audit.wall_s
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1_000, 10_000, 100_000])
+    p.add_argument("--tree-mb", type=float, default=6.0, help="0 to skip the YAML tree")
+    p.add_argument("--no-services", dest="services", action="store_false", help="skip the 10k Services dataset")
+    p.add_argument("--reps", type=int, default=3, help="runs per measurement (median reported)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--regen", action="store_true", help="regenerate datasets even if cached")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
+    p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    p.add_argument("--checkov", action="store_true", help="also time checkov on the tree (installs it in .cache)")
+    p.add_argument("--json-out", type=Path, help="write all raw samples here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    have_auditor = AUDITOR_MAIN.exists()
+    rows = [bench(ds, a, have_auditor) for ds in datasets(a)]
+    version = measure("--version", [a.python, "-m", "auditor", "--version"], max(a.reps, 5), cwd=ROOT,
+                      warmup=True, timeout=60) if have_auditor else None
+    bare = measure("python -c pass", [a.python, "-c", "pass"], max(a.reps, 5), warmup=True)
+    print()
+    print_table(rows)
+    print(f"\ninterpreter start-up: {bare.wall_s:.3f} s; `-m auditor --version`: "
+          + (f"{version.wall_s:.3f} s, {version.rss_mib:.0f} MiB" if version and version.ok
+             else "auditor not installed" if version is None else f"ERROR ({version.error})"))
+    by = {r.ds.label: r for r in rows}
+    if "cluster-10k" in by and "cluster-100k" in by and by["cluster-10k"].parse.ok and by["cluster-100k"].parse.ok:
+        print(f"json.load growth 10k -> 100k: {by['cluster-100k'].parse.wall_s / by['cluster-10k'].parse.wall_s:.1f}x")
+        g = by["cluster-100k"].audit
+        if g and g.ok and by["cluster-10k"].audit and by["cluster-10k"].audit.ok:
+            print(f"audit growth 10k -> 100k: {g.wall_s / by['cluster-10k'].audit.wall_s:.1f}x")
+    print("\ntargets:")
+    results = evaluate(rows, version)
+    for desc, status, detail in results:
+        print(f"  [{status:4}] {desc}: {detail}")
+    extra = run_checkov(a, next((r for r in rows if r.ds.kind == "tree"), None)) if a.checkov else None
+    if extra is not None:
+        m = extra.get("measurement")
+        print("\ncheckov: " + (str(extra["skipped"]) if "skipped" in extra else
+                               f"{m['wall_s_median']:.1f} s, {m['rss_mib_median']:.0f} MiB"  # type: ignore[index]
+                               + (f", {extra['ratio_vs_auditor']:.1f}x the auditor" if "ratio_vs_auditor" in extra
+                                  else " (no auditor result to compare)")))
+    if a.json_out:
+        a.json_out.write_text(json.dumps({
+            "rows": [{"dataset": r.ds.label, "path": str(r.ds.path), "objects": r.ds.objects, "bytes": r.ds.bytes,
+                      "generation_s": r.ds.gen_s, "parse": r.parse.as_dict(),
+                      "audit": r.audit.as_dict() if r.audit else None} for r in rows],
+            "version": version.as_dict() if version else None, "interpreter_startup": bare.as_dict(),
+            "targets": [{"target": d, "status": s, "detail": x} for d, s, x in results], "checkov": extra},
+            indent=2) + "\n")
+    return 1 if any(s == "FAIL" for _, s, _ in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
