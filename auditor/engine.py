@@ -140,7 +140,7 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium) -> RuleR
         result.reason = f"rule crashed: {type(error).__name__}: {error}".splitlines()[0][:500]
         return result
     result.findings = findings
-    result.examined = sorted(set(ctx.examined_refs))
+    result.examined = sorted(set(ctx.examined_refs), key=lambda ref: ref.sort_key)
     return result
 
 

@@ -90,7 +90,7 @@ class Source:
         return f"{self.path}:{self.line}" if self.line else self.path
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     """Identity of an object, as reports and exception entries name it."""
 
@@ -98,6 +98,10 @@ class ObjectRef:
     namespace: str | None
     name: str
     api_version: str = ""
+
+    @property
+    def sort_key(self) -> tuple[str, str, str, str]:
+        return (self.kind, self.namespace or "", self.name, self.api_version)
 
     @property
     def display(self) -> str:

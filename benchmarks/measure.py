@@ -81,12 +81,11 @@ class Measurement:
 
 
 def run_once(argv: list[str], cwd: Path | None = None, timeout: float | None = None,
-             env: dict[str, str] | None = None) -> tuple[Sample, str]:
-    """One fresh child; returns its sample and the tail of its stderr (stdout is discarded)."""
-    with tempfile.TemporaryFile() as err:
+             env: dict[str, str] | None = None, stdout: Path | None = None) -> tuple[Sample, str]:
+    """One fresh child; returns its sample and the tail of its stderr (stdout discarded unless a path is given)."""
+    with tempfile.TemporaryFile() as err, open(stdout or os.devnull, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                cwd=cwd, env=env)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env)
         killer = threading.Timer(timeout, proc.kill) if timeout else None
         if killer:
             killer.start()
@@ -103,11 +102,11 @@ def run_once(argv: list[str], cwd: Path | None = None, timeout: float | None = N
 
 
 def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None, timeout: float | None = None,
-            warmup: bool = False, env: dict[str, str] | None = None) -> Measurement:
+            warmup: bool = False, env: dict[str, str] | None = None, stdout: Path | None = None) -> Measurement:
     """Median of `reps` fresh runs, optionally after one unrecorded warm-up run."""
     m = Measurement(label, argv)
     for i in range(reps + int(warmup)):
-        sample, tail = run_once(argv, cwd, timeout, env)
+        sample, tail = run_once(argv, cwd, timeout, env, stdout)
         if sample.returncode < 0 or "Traceback (most recent call last)" in tail:
             m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
             m.samples.append(sample)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,17 +185,52 @@ def run_checkov(a: argparse.Namespace, tree: Row | None) -> dict[str, object]:
     exe = venv / "bin" / "checkov"
     if not exe.exists():
         print("installing checkov into benchmarks/.cache/checkov-venv (one-off) ...", file=sys.stderr, flush=True)
+        log = CACHE / "checkov-install.log"
         try:
-            subprocess.run([a.python, "-m", "venv", str(venv)], check=True, timeout=300)
-            subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "checkov"], check=True, timeout=1800)
+            with open(log, "w") as fh:  # pip is chatty; keep its output for when it fails
+                subprocess.run([a.python, "-m", "venv", str(venv)], check=True, timeout=300, stdout=fh, stderr=fh)
+                subprocess.run([str(venv / "bin" / "pip"), "install", "checkov"], check=True, timeout=1800,
+                               stdout=fh, stderr=fh)
         except (subprocess.SubprocessError, OSError) as exc:
-            return {"skipped": f"checkov installation failed: {exc}"}
-    argv = [str(exe), "-d", str(tree.ds.path), "--framework", "kubernetes", "--quiet", "--compact", "-o", "json"]
-    m = measure("checkov", argv, 1, timeout=a.timeout)
-    out: dict[str, object] = {"measurement": m.as_dict()}
+            subprocess.run(["rm", "-rf", "--", str(venv)], check=False)  # no half-installed venv next time
+            return {"skipped": f"checkov installation failed ({exc}); see {log.relative_to(ROOT)}"}
+    # checkov silently skips any path with a dot-directory (".cache"), so it gets a symlink;
+    # --skip-download stops it calling api0.prismacloud.io (no network here: traceback + retries).
+    with tempfile.TemporaryDirectory() as tmp:
+        link = Path(tmp) / "tree"
+        link.symlink_to(tree.ds.path.resolve(), target_is_directory=True)
+        report = Path(tmp) / "checkov.json"
+        argv = [str(exe), "-d", str(link), "--framework", "kubernetes", "--quiet", "--compact", "-o", "json",
+                "--skip-download"]
+        m = measure("checkov", argv, 1, timeout=a.timeout, env=os.environ | {"BC_SKIP_MAPPING": "TRUE"},
+                    stdout=report)
+        out: dict[str, object] = {"measurement": m.as_dict(), "resources": _checkov_resources(report)}
     if m.ok and tree.audit and tree.audit.ok:
         out["ratio_vs_auditor"] = m.wall_s / tree.audit.wall_s
     return out
+
+
+def _checkov_resources(report: Path) -> int | None:
+    """resource_count from checkov's JSON, to catch a run that scanned nothing."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return None
+    reports = data if isinstance(data, list) else [data]
+    return sum(int(r.get("summary", r).get("resource_count", 0)) for r in reports)
+
+
+def _checkov_line(extra: dict[str, object]) -> str:
+    if "skipped" in extra:
+        return f"skipped: {extra['skipped']}"
+    m = extra["measurement"]
+    assert isinstance(m, dict)
+    line = f"{m['wall_s_median']:.1f} s, {m['rss_mib_median']:.0f} MiB, {extra['resources']} resources scanned"
+    if m["error"]:
+        return line + f" - ERROR ({m['error']})"
+    if "ratio_vs_auditor" in extra:
+        return line + f"; {extra['ratio_vs_auditor']:.1f}x the auditor's wall time"
+    return line + " (no auditor result to compare)"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -235,11 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  [{status:4}] {desc}: {detail}")
     extra = run_checkov(a, next((r for r in rows if r.ds.kind == "tree"), None)) if a.checkov else None
     if extra is not None:
-        m = extra.get("measurement")
-        print("\ncheckov: " + (str(extra["skipped"]) if "skipped" in extra else
-                               f"{m['wall_s_median']:.1f} s, {m['rss_mib_median']:.0f} MiB"  # type: ignore[index]
-                               + (f", {extra['ratio_vs_auditor']:.1f}x the auditor" if "ratio_vs_auditor" in extra
-                                  else " (no auditor result to compare)")))
+        print("\ncheckov: " + _checkov_line(extra))
     if a.json_out:
         a.json_out.write_text(json.dumps({
             "rows": [{"dataset": r.ds.label, "path": str(r.ds.path), "objects": r.ds.objects, "bytes": r.ds.bytes,

@@ -141,7 +141,7 @@ def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: D
         host = f"*.apps.cluster.lan" if shared else f"{ctx.name}.cluster.lan"
         ip = lb.take("gateway-pool")
         out += net.gateway(g, ctx, gw[1], [host], ip, g.between(1, 8), shared)
-        out.append(cfg.tls_secret(g, ctx, (host.split(".")[0].replace("*", "wildcard")) + "-tls", host))
+        out.append(cfg.tls_secret(g, ctx, net.tls_name(host), host))
         drift.lb_gateway.append(f"{ctx.name}/cilium-gateway-{gw[1]}")
     if g.chance(0.3):
         out.append(cfg.dockerconfig_secret(g, ctx))

@@ -213,13 +213,17 @@ def gateway_class(g: Gen) -> Obj:
                        "supportedFeatures": [{"name": f} for f in features]}}
 
 
+def tls_name(host: str) -> str:
+    return host.split(".")[0].replace("*", "wildcard") + "-tls"
+
+
 def gateway(g: Gen, ctx: NsCtx, name: str, hosts: list[str], lb_ip: str, routes: int, shared: bool) -> list[Obj]:
     """A Gateway plus the `cilium-gateway-<name>` LoadBalancer Service Cilium creates for it."""
     created = g.after(ctx.created, 86400)
     gen = g.between(1, 3)
     listeners = [{"name": f"https-{i}", "protocol": "HTTPS", "port": 443, "hostname": h,
                   "tls": {"mode": "Terminate", "certificateRefs": [{"group": "", "kind": "Secret",
-                                                                    "name": h.split(".")[0] + "-tls"}]},
+                                                                    "name": tls_name(h)}]},
                   "allowedRoutes": {"namespaces": {"from": "All" if shared else "Same"}}} for i, h in enumerate(hosts)]
     spec = {"gatewayClassName": "cilium", "listeners": listeners}
     conds = lambda kinds: [condition(k, "True", created, k, "", gen) for k in kinds]  # noqa: E731

@@ -183,8 +183,9 @@ def kube_system(g: Gen, nodes: list[Node], with_kube_proxy: bool, p_mf: float) -
                        selector={"k8s-app": "kube-dns"}))
     out[-1]["spec"].update(clusterIP="10.96.0.10", clusterIPs=["10.96.0.10"])
     for name, port in (("hubble-peer", 443), ("hubble-relay", 80), ("metrics-server", 443)):
+        sel = "cilium" if name == "hubble-peer" else name  # hubble-peer fronts the agents themselves
         out.append(service(g, ctx, name, {"k8s-app": name}, [("https" if port == 443 else "grpc", port)],
-                           selector={"k8s-app": name}))
+                           selector={"k8s-app": sel}))
     for sa in ("cilium", "cilium-envoy", "cilium-operator", "hubble-relay", "coredns", "metrics-server", "default",
                "attachdetach-controller", "bootstrap-signer", "certificate-controller", "clusterrole-aggregation-controller",
                "cronjob-controller", "daemon-set-controller", "deployment-controller", "endpoint-controller",

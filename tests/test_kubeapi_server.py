@@ -169,9 +169,8 @@ def api_error(exc_info) -> dict:
 
 # ------------------------------------------------------ kubectl: fidelity --
 
-@pytest.mark.parametrize("version", [OLD_KUBECTL, PREFERRED_KUBECTL, NEW_KUBECTL])
-def test_kubectl_get_services_json_equals_snapshot(server, kubectl_for, snapshot, version):
-    kubectl = kubectl_for(server, version)
+def test_kubectl_get_services_json_equals_snapshot(server, kubectl_for, snapshot):
+    kubectl = kubectl_for(server)
     # kubectl hides metadata.managedFields in -o json/yaml unless asked.
     out = json.loads(kubectl.ok("get", "services", "-A", "-o", "json", "--show-managed-fields"))
     assert out["kind"] == "List"
@@ -181,9 +180,6 @@ def test_kubectl_get_services_json_equals_snapshot(server, kubectl_for, snapshot
     lists = [r for r in server.requests if r.path == "/api/v1/services"]
     assert len(lists) == 1 and lists[0].status == 200
     assert "as=Table" not in lists[0].accept
-    # Aggregated discovery was understood (v2 by new clients, v2beta1 by
-    # 1.27): no per-group-version discovery walk happened.
-    assert not [r for r in server.requests if r.path.startswith("/apis/") and r.path.count("/") == 3]
 
 
 def test_kubectl_legacy_discovery_fallback(serve, kubectl_for):
@@ -220,8 +216,7 @@ def test_kubectl_all_namespaces_table_uses_row_objects(server, kubectl_for):
 
 @pytest.mark.parametrize("selector, expected", [
     ("app=frontend", ["service/frontend", "service/frontend"]),
-    ("tier in (web,data),app!=frontend", ["service/checkout", "service/payments-db"]),
-    ("!tier,k8s-app", ["service/hubble-peer", "service/kube-dns"]),
+    ("tier in (web,data),app!=frontend,!k8s-app", ["service/checkout", "service/payments-db"]),
 ])
 def test_kubectl_label_selector(server, kubectl_for, selector, expected):
     out = kubectl_for(server).ok("get", "svc", "-A", "-l", selector, "-o", "name")
@@ -271,6 +266,10 @@ def test_kubectl_chunked_list(server, kubectl_for, snapshot, version):
     pages = [r for r in server.requests if r.path == "/api/v1/services"]
     assert [r.param("limit") for r in pages] == ["2"] * 5
     assert [r.param("continue") is not None for r in pages] == [False, True, True, True, True]
+    # Aggregated discovery was understood (v2 by new clients, v2beta1 by
+    # 1.27): no per-group-version discovery walk happened.
+    assert [r.path for r in server.requests if r.path not in ("/api/v1/services",)] == [
+        "/api", "/apis"]
 
 
 def test_kubectl_forbidden(restricted, kubectl_for):
@@ -424,13 +423,16 @@ def test_python_selectors(server, connect, labels, fields, expected):
     ({"label_selector": "app in frontend"},
      "unable to parse requirement: found 'frontend', expected: '('"),
     ({"field_selector": "spec.type=LoadBalancer"}, "field label not supported: spec.type"),
+    ({"_continue": "not-a-token"}, "continue key is not valid: "),
+    ({"_continue": base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v0","rv":1,"start":"a"}')
+      .decode()}, "continue key is not valid: "),
 ])
-def test_python_bad_selectors_are_400(server, connect, kwargs, message):
+def test_python_bad_list_options_are_400(server, connect, kwargs, message):
     with pytest.raises(client.ApiException) as exc:
         client.CoreV1Api(connect(server)).list_service_for_all_namespaces(**kwargs)
     assert exc.value.status == 400
     assert api_error(exc)["reason"] == "BadRequest"
-    assert api_error(exc)["message"] == message
+    assert api_error(exc)["message"].startswith(message)
 
 
 def test_metadata_only_secret_listing_never_carries_payload(server, connect):
@@ -502,6 +504,11 @@ def test_python_client_forbidden_messages(restricted, connect):
         (lambda: core.list_namespaced_config_map("kube-system"),
          f'configmaps is forbidden: {prefix} list resource "configmaps" in API group "" in the '
          f'namespace "kube-system"', {"kind": "configmaps"}),
+        # a list narrowed to one name is authorized (and named) as that name
+        (lambda: core.list_namespaced_config_map("kube-system",
+                                                 field_selector="metadata.name=cilium-config"),
+         f'configmaps "cilium-config" is forbidden: {prefix} list resource "configmaps" in API '
+         f'group "" in the namespace "kube-system"', {"name": "cilium-config", "kind": "configmaps"}),
         # a bare resource does not grant its subresources
         (lambda: core.read_namespaced_service_status("frontend", "shop"),
          f'services "frontend" is forbidden: {prefix} get resource "services/status" in API '

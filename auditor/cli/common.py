@@ -149,5 +149,6 @@ def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
     stdout_text, files = render_all(result, options)
     for path, text in files.items():
         write_atomically(path, text)
-    click.echo(stdout_text, nl=False)
+    # click strips ANSI codes when stdout is not a terminal; --color forces them.
+    click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
     return result.exit_code

@@ -30,8 +30,6 @@ _MAX_DISCARD = 16 * 1024 * 1024
 
 class KubeApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as Go's transport expects
-    server_version = "kubeapi-test"
-    sys_version = ""
     timeout = 30  # idle keep-alive connections are closed after this
 
     @property
@@ -49,6 +47,9 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             super().handle()
         except (ConnectionError, ssl.SSLError, socket.timeout, TimeoutError):
             self.close_connection = True
+
+    def version_string(self) -> str:
+        return "kubeapi-test"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass  # the request log replaces stderr access logs
@@ -97,9 +98,10 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             if rtype is None:
                 # Unknown resources are authorized (and denied) by name alone.
                 rtype = ResourceType(info.group, (info.version,), info.resource, "", "", True)
-            name = info.name if info.verb == "get" else ""
+            # The name is the request's (a list narrowed by a metadata.name
+            # field selector has one too), exactly as the real message uses it.
             raise status.forbidden_resource(rtype, user.name, info.verb, info.subresource,
-                                            info.namespace, name)
+                                            info.namespace, info.name)
 
     def _apply_fault(self, info: RequestInfo, query: dict) -> None:
         """Sleep for latency faults and raise for 429/500/410; a drop is

@@ -11,7 +11,7 @@ server indexes for some kinds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 
 class SelectorError(ValueError):
@@ -167,9 +167,9 @@ class FieldRequirement:
 class FieldSelector:
     requirements: tuple[FieldRequirement, ...]
 
-    def matches(self, obj: Mapping, extract: Callable[[Mapping, str], str]) -> bool:
+    def matches(self, obj: Mapping) -> bool:
         for r in self.requirements:
-            equal = extract(obj, r.field) == r.value
+            equal = field_value(obj, r.field) == r.value
             if equal == r.negate:
                 return False
         return True

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from .resources import ResourceType
-from .selectors import FieldSelector, LabelSelector, field_value
-from .status import ApiError, bad_request
+from .selectors import FieldSelector, LabelSelector
+from .status import bad_request
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -155,7 +155,7 @@ class ObjectStore:
                 continue
             if labels is not None and not labels.matches((obj.get("metadata") or {}).get("labels")):
                 continue
-            if fields is not None and not fields.matches(obj, _field_of):
+            if fields is not None and not fields.matches(obj):
                 continue
             matched.append(obj)
         token = None
@@ -169,10 +169,6 @@ class ObjectStore:
             if labels is None and fields is None:
                 remaining = rest
         return ListPage(matched, self.resource_version, token, remaining)
-
-
-def _field_of(obj: Mapping, path: str) -> str:
-    return field_value(obj, path)
 
 
 def render_item(rtype: ResourceType, version: str, obj: Mapping, in_list: bool) -> dict:
@@ -201,14 +197,3 @@ def partial_metadata(obj: Mapping, api_version: str = "meta.k8s.io/v1") -> dict:
     return {"kind": "PartialObjectMetadata", "apiVersion": api_version,
             "metadata": copy.deepcopy(dict(obj.get("metadata") or {}))}
 
-
-def check_continue_matches(token: str | None) -> None:
-    """Decode only to validate (400 on garbage) before any fault fires."""
-    if token:
-        ContinueToken.decode(token)
-
-
-__all__ = [
-    "ApiError", "ContinueToken", "ListPage", "ObjectStore", "normalize_snapshot",
-    "partial_metadata", "render_item", "split_api_version",
-]

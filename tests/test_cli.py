@@ -1,0 +1,213 @@
+"""End-to-end: the installed command on realistic dumps, every exit code, every output."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from auditor.config_files import load_schema
+from tests.conftest import FIXTURES, ROOT, run_cli
+
+DRIFTED = FIXTURES / "clusters" / "drifted.json"
+CLEAN = FIXTURES / "clusters" / "clean.json"
+AS_OF = ("--as-of", "2026-11-29")
+
+
+def _json_report(*args: str) -> tuple[int, dict]:
+    result = run_cli(*args, "--format", "json", *AS_OF)
+    assert "Traceback" not in result.stderr, result.stderr
+    report = json.loads(result.stdout)
+    jsonschema.Draft202012Validator(load_schema("report.schema.json"), format_checker=jsonschema.FormatChecker()).validate(report)
+    return result.code, report
+
+
+def test_drifted_cluster_fails_with_exit_1_and_names_every_drift() -> None:
+    code, report = _json_report(str(DRIFTED))
+    assert code == 1
+    failed = {(f["rule"], f["object"]["kind"], f["object"]["namespace"], f["object"]["name"])
+              for f in report["findings"] if f["status"] == "failed"}
+    assert failed == {
+        ("etp-local-under-l2", "Service", "mail", "mailpit-smtp"),
+        ("kube-proxy-leftover", "ConfigMap", "kube-system", "kube-proxy"),
+        ("kube-proxy-leftover", "DaemonSet", "kube-system", "kube-proxy"),
+        ("lb-pool-v2alpha1", "CiliumLoadBalancerIPPool", None, "default-pool"),
+        ("lb-service-not-excepted", "Service", "mail", "mailpit-smtp"),
+        ("namespace-missing-default-deny", "Namespace", None, "mail"),
+        ("namespace-missing-default-deny", "Namespace", None, "monitoring"),
+        ("nodeport-service-not-excepted", "Service", "mlflow", "mlflow-nodeport"),
+    }
+    excepted = {(f["object"]["name"], f["exception"]["name"]) for f in report["findings"] if f["status"] == "excepted"}
+    assert excepted == {("cilium-gateway-edge", "gateway-services"), ("kubernetes-dashboard-nodeport", "kubernetes-dashboard")}
+    assert report["summary"]["complete"] is True
+    assert {e["name"]: e["status"] for e in report["exceptions"]} == {"kubernetes-dashboard": "used", "gateway-services": "used"}
+
+
+def test_findings_point_at_file_and_line() -> None:
+    _, report = _json_report(str(DRIFTED))
+    lines = DRIFTED.read_text(encoding="utf-8").splitlines()
+    for finding in report["findings"]:
+        assert finding["file"] == str(DRIFTED)
+        # kubectl's JSON puts an item's opening brace on the reported line; its
+        # identity follows within the object.
+        assert lines[finding["line"] - 1].strip() == "{"
+
+
+def test_clean_cluster_passes_with_exit_0() -> None:
+    code, report = _json_report(str(CLEAN))
+    assert code == 0
+    assert report["summary"]["failed"] == 0
+    assert {r["status"] for r in report["rules"]} == {"passed"}
+
+
+def test_fail_on_threshold() -> None:
+    # Only the v2alpha1 pool (a warning) is selected: below the default threshold...
+    assert run_cli(str(DRIFTED), "--rule", "lb-pool-v2alpha1", *AS_OF).code == 0
+    # ...and failing once warnings count.
+    assert run_cli(str(DRIFTED), "--rule", "lb-pool-v2alpha1", "--fail-on", "warning", *AS_OF).code == 1
+
+
+def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
+    services_only = tmp_path / "svc.json"
+    report = json.loads(DRIFTED.read_text(encoding="utf-8"))
+    report["items"] = [item for item in report["items"] if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
+    services_only.write_text(json.dumps(report), encoding="utf-8")
+    relaxed = run_cli(str(services_only), *AS_OF)
+    assert relaxed.code == 0, relaxed.stdout
+    assert "NOT RUN kube-proxy-leftover" in relaxed.stdout
+    assert "Verdict: PASS on what could be checked" in relaxed.stdout
+    strict = run_cli(str(services_only), "--require-complete", *AS_OF)
+    assert strict.code == 3
+    assert "INCOMPLETE" in strict.stdout
+
+
+def test_usage_errors_are_exit_2_one_line() -> None:
+    for args in (["--rule", "no-such-rule", str(CLEAN)], ["--format", "yaml", str(CLEAN)], ["--as-of", "yesterday", str(CLEAN)]):
+        result = run_cli(*args)
+        assert result.code == 2, (args, result)
+        assert "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
+def test_missing_path_is_exit_2(tmp_path: Path) -> None:
+    result = run_cli(str(tmp_path / "nope.json"))
+    assert result.code == 2
+    assert result.stderr.strip() == f"audit: error: {tmp_path / 'nope.json'}: no such file or folder"
+
+
+def test_stdin_is_read_with_a_name() -> None:
+    result = run_cli("-", "--format", "json", *AS_OF, stdin=DRIFTED.read_bytes())
+    assert result.code == 1
+    report = json.loads(result.stdout)
+    assert report["target"]["inputs"] == ["<stdin>"]
+    assert all(f["file"] == "<stdin>" for f in report["findings"])
+
+
+def test_yaml_dump_gives_the_same_verdict_as_json(tmp_path: Path) -> None:
+    import yaml
+
+    as_yaml = tmp_path / "drifted.yaml"
+    as_yaml.write_text(yaml.safe_dump(json.loads(DRIFTED.read_text(encoding="utf-8"))), encoding="utf-8")
+    _, from_json = _json_report(str(DRIFTED))
+    _, from_yaml = _json_report(str(as_yaml))
+    def strip(report: dict) -> list:
+        # Messages cite where cilium-config was read: the file and line differ by format.
+        return [(f["rule"], f["status"], f["object"], re.sub(r"\([^()]*:\d+\)", "(where)", f["message"]))
+                for f in report["findings"]]
+
+    assert strip(from_json) == strip(from_yaml)
+
+
+def test_output_files_are_written_and_stdout_matches(tmp_path: Path) -> None:
+    json_path, junit_path = tmp_path / "out" / "audit.json", tmp_path / "out" / "audit.junit.xml"
+    result = run_cli(str(DRIFTED), "--json", str(json_path), "--junit", str(junit_path), "--format", "json", *AS_OF)
+    assert result.code == 1
+    assert json_path.read_text(encoding="utf-8") == result.stdout
+    assert junit_path.read_text(encoding="utf-8").startswith("<?xml")
+    assert not list((tmp_path / "out").glob(".audit-*")), "no temporary file is left behind"
+
+
+def test_bad_input_writes_no_report_files(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: x\n", encoding="utf-8")
+    json_path = tmp_path / "audit.json"
+    result = run_cli(str(broken), "--json", str(json_path))
+    assert result.code == 2
+    assert not json_path.exists()
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert str(broken) in result.stderr
+
+
+def test_same_input_same_bytes(tmp_path: Path) -> None:
+    outputs = []
+    for _ in range(2):
+        for fmt in ("text", "json", "junit"):
+            outputs.append(run_cli(str(DRIFTED), "--format", fmt, *AS_OF).stdout)
+    assert outputs[:3] == outputs[3:]
+
+
+def test_folder_input_reports_relative_files(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    (tree / "apps" / "mail").mkdir(parents=True)
+    (tree / "apps" / "mail" / "service.yaml").write_text(
+        "# smtp for the LAN\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: smtp\n  namespace: mail\n"
+        "spec:\n  type: LoadBalancer\n  ports:\n    - port: 25\n", encoding="utf-8")
+    (tree / "apps" / "mail" / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [service.yaml]\n", encoding="utf-8")
+    (tree / ".git").mkdir()
+    (tree / ".git" / "junk.yaml").write_text("{{ not yaml", encoding="utf-8")
+    result = run_cli("repo", "--format", "json", "--rule", "lb-service-not-excepted", *AS_OF, cwd=tmp_path)
+    assert result.code == 1, result.stderr
+    report = json.loads(result.stdout)
+    (finding,) = report["findings"]
+    assert (finding["file"], finding["line"]) == ("repo/apps/mail/service.yaml", 3)
+    assert report["ignoredDocuments"] == 1  # the Kustomization
+
+
+def test_rules_and_explain() -> None:
+    listing = run_cli("rules", "--format", "json")
+    assert listing.code == 0
+    ids = [rule["id"] for rule in json.loads(listing.stdout)]
+    assert ids == sorted(ids) and "etp-local-under-l2" in ids
+    explained = run_cli("explain", "etp-local-under-l2")
+    assert explained.code == 0
+    assert "Why" in explained.stdout and "Fix" in explained.stdout and "externalTrafficPolicy: Local" in explained.stdout
+    assert run_cli("explain", "nope").code == 2
+
+
+def test_version_and_help() -> None:
+    from auditor import __version__
+
+    assert run_cli("--version").stdout.strip() == f"audit {__version__}"
+    helped = run_cli("--help")
+    assert helped.code == 0 and "Exit codes" in helped.stdout
+    assert run_cli("scan", "--help").code == 0
+
+
+def test_text_report_has_tables_summary_and_no_colour_with_no_color() -> None:
+    result = run_cli(str(DRIFTED), *AS_OF)
+    assert "\033[" not in result.stdout
+    assert "8 findings failed, 2 excepted, 0 rules passed, 0 rules not run" in result.stdout
+    forced = run_cli(str(DRIFTED), "--color", *AS_OF)
+    assert "\033[31m" in forced.stdout
+
+
+@pytest.mark.parametrize("era", ["gateway-era", "loadbalancer-era"])
+def test_platform_repository_audits_without_error(corpus: Path, era: str) -> None:
+    result = run_cli(str(corpus / "univ-lehavre-cluster" / era), "--format", "json", *AS_OF)
+    assert result.code in (0, 1, 3), result.stderr
+    report = json.loads(result.stdout)
+    assert not [r for r in report["rules"] if r["status"] == "error"], report["rules"]
+
+
+def test_every_corpus_directory_audits_without_error(corpus: Path) -> None:
+    folders = sorted({p.parent for p in corpus.rglob("*.yaml")})
+    assert folders
+    for folder in folders:
+        result = run_cli(str(folder), "--format", "json", *AS_OF)
+        assert result.code in (0, 1, 3), (folder, result.stderr)
+        report = json.loads(result.stdout)
+        assert not [r for r in report["rules"] if r["status"] == "error"], (folder, report["rules"])
