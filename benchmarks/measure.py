@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -80,25 +81,54 @@ class Measurement:
                 "samples": [vars(s) for s in self.samples]}
 
 
+# Linux records the high-water RSS of the mm a process leaves at exec() into its ru_maxrss.
+# A child forked/vforked straight from this (possibly large) process would therefore report
+# at least *our* RSS. A tiny freshly exec'd launcher does the fork+exec+wait4 instead, so the
+# floor is a bare `python -I -S` (~10 MiB), below any measured interpreter.
+_LAUNCHER = (
+    "import os, sys, time\n"
+    "fd = int(sys.argv[1])\n"
+    "os.set_inheritable(fd, False)\n"
+    "t0 = time.perf_counter()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    try:\n"
+    "        os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "    except OSError as exc:\n"
+    "        os.write(2, f'launcher: cannot run {sys.argv[2]}: {exc}\\n'.encode())\n"
+    "    os._exit(127)\n"
+    "_, status, ru = os.wait4(pid, 0)\n"
+    "wall = time.perf_counter() - t0\n"
+    "os.write(fd, f'{wall!r} {ru.ru_maxrss} {os.waitstatus_to_exitcode(status)}'.encode())\n"
+)
+
+
 def run_once(argv: list[str], cwd: Path | None = None, timeout: float | None = None,
              env: dict[str, str] | None = None, stdout: Path | None = None) -> tuple[Sample, str]:
     """One fresh child; returns its sample and the tail of its stderr (stdout discarded unless a path is given)."""
+    r, w = os.pipe()
     with tempfile.TemporaryFile() as err, open(stdout or os.devnull, "wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env)
-        killer = threading.Timer(timeout, proc.kill) if timeout else None
+        launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(w), *argv]
+        proc = subprocess.Popen(launcher, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
+                                pass_fds=(w,), start_new_session=True)
+        os.close(w)
+        # On timeout kill the whole session: the measured command is the launcher's child.
+        killer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL)) if timeout else None
         if killer:
             killer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            with os.fdopen(r, "rb") as fh:
+                report = fh.read().decode()
+            proc.wait()
         finally:
             if killer:
                 killer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, Popen must not wait again
         err.seek(0)
         tail = err.read()[-4000:].decode("utf-8", "replace")
-    return Sample(wall, usage.ru_maxrss, proc.returncode), tail
+    if not report:  # launcher killed (timeout) before reporting
+        return Sample(float(timeout or 0), 0, -signal.SIGKILL), tail or "killed (timeout)"
+    wall, rss, rc = report.split()
+    return Sample(float(wall), int(rss), int(rc)), tail
 
 
 def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None, timeout: float | None = None,
@@ -107,7 +137,7 @@ def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None,
     m = Measurement(label, argv)
     for i in range(reps + int(warmup)):
         sample, tail = run_once(argv, cwd, timeout, env, stdout)
-        if sample.returncode < 0 or "Traceback (most recent call last)" in tail:
+        if sample.returncode < 0 or "Traceback (most recent call last)" in tail or tail.startswith("launcher:"):
             m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
             m.samples.append(sample)
             return m

@@ -1,0 +1,152 @@
+"""The named exception list: schema errors that point at the fault, matching, and entry statuses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import filecmp
+import json
+from pathlib import Path
+
+import pytest
+
+from auditor import exceptions_list
+from auditor.errors import ConfigError
+from tests.conftest import FIXTURES, ROOT, audit_text, run_cli
+
+DRIFTED = FIXTURES / "clusters" / "drifted.json"
+LB_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: smtp
+  namespace: mail
+  labels: {tier: edge}
+spec: {type: LoadBalancer, ports: [{port: 25}]}
+"""
+
+
+def _load(tmp_path: Path, text: str) -> exceptions_list.ExceptionList:
+    path = tmp_path / "exceptions.yaml"
+    path.write_text(text, encoding="utf-8")
+    return exceptions_list.load(str(path))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("exceptions:\n  - name: dash\n    rules: [lb-service-not-excepted]\n    match: {namespace: x}\n",
+         r":2: exception list: exceptions\[0\] \(dash\): 'reason' is a required property"),
+        ("exceptions:\n  - name: dash\n    rules: [lb-service-not-excepted]\n    reason: r\n    match:\n      namspace: x\n",
+         r":6: exception list: exceptions\[0\] \(dash\)\.match: Additional properties are not allowed \('namspace' was unexpected\)"),
+        ("exceptions:\n  - name: ok\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: a}\n"
+         "  - name: late\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: b}\n    expires: 31/12/2026\n",
+         r":10: exception list: exceptions\[1\] \(late\)\.expires: '31/12/2026' is not a 'date'"),
+        ("exceptions:\n  - name: Bad_Name\n    rules: [x]\n    reason: r\n    match: {name: a}\n",
+         r":2: exception list: exceptions\[0\] \(Bad_Name\)\.name: 'Bad_Name' does not match"),
+        ("exception:\n  - name: a\n", r":1: exception list: \(top level\): Additional properties are not allowed \('exception' was unexpected\)"),
+        ("exceptions:\n  - name: a\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {}\n",
+         r":5: exception list: exceptions\[0\] \(a\)\.match: \{\} should be non-empty"),
+        ("exceptions: [\n", r":2: exception list: invalid YAML"),
+    ],
+)
+def test_schema_errors_name_file_line_entry_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected) as raised:
+        _load(tmp_path, text)
+    assert raised.value.message.startswith(str(tmp_path / "exceptions.yaml"))
+    assert "\n" not in raised.value.message
+
+
+def test_duplicate_names_and_unknown_rules_are_refused(tmp_path: Path) -> None:
+    entry = "  - name: same\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: a}\n"
+    with pytest.raises(ConfigError, match=r":6: .*duplicate name 'same'"):
+        _load(tmp_path, "exceptions:\n" + entry + entry)
+    typo = _load(tmp_path, "exceptions:\n  - name: typo\n    rules: [lb-service-not-exepted]\n    reason: r\n    match: {name: a}\n")
+    with pytest.raises(ConfigError, match=r":2: exception list: typo: unknown rule 'lb-service-not-exepted'"):
+        typo.check_rules({"lb-service-not-excepted"})
+
+
+def test_the_cli_reports_an_exception_file_error_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "exceptions.yaml"
+    bad.write_text("exceptions:\n  - name: x\n    rules: [nope]\n    reason: r\n    match: {name: a}\n", encoding="utf-8")
+    result = run_cli(str(DRIFTED), "--exceptions", str(bad))
+    assert result.code == 2
+    assert result.stderr == f"audit: error: {bad}:2: exception list: x: unknown rule 'nope'\n"
+    missing = run_cli(str(DRIFTED), "--exceptions", str(tmp_path / "none.yaml"))
+    assert missing.code == 2 and "cannot read exception list" in missing.stderr
+
+
+def test_label_globs_and_statuses(tmp_path: Path) -> None:
+    exceptions = """\
+exceptions:
+  - name: edge-tier
+    rules: [lb-service-not-excepted]
+    match: {labels: {tier: "ed*"}}
+    reason: Edge tier Services are reviewed separately.
+  - name: stale
+    rules: [lb-service-not-excepted]
+    match: {namespace: gone}
+    reason: Namespace deleted last year.
+  - name: expired
+    rules: [lb-service-not-excepted]
+    match: {kind: Service}
+    reason: Old blanket exception.
+    expires: "2026-01-31"
+  - name: other-rule
+    rules: [nodeport-service-not-excepted]
+    match: {kind: Service}
+    reason: Not selected in this run.
+"""
+    result = audit_text(tmp_path, LB_SERVICE, exceptions=exceptions, rules=("lb-service-not-excepted",))
+    (finding,) = result.findings
+    assert finding.status.value == "excepted" and finding.exception.name == "edge-tier"
+    statuses = {usage.entry.name: (usage.status.value, usage.matched) for usage in result.exceptions}
+    assert statuses == {
+        "edge-tier": ("used", 1),
+        "stale": ("unused", 0),
+        "expired": ("expired", 1),
+        "other-rule": ("inactive", 0),
+    }
+
+
+def test_expiry_day_is_inclusive(tmp_path: Path) -> None:
+    exceptions = ("exceptions:\n  - name: until\n    rules: [lb-service-not-excepted]\n    match: {name: smtp}\n"
+                  "    reason: r\n    expires: '2026-11-29'\n")
+    on_the_day = audit_text(tmp_path, LB_SERVICE, exceptions=exceptions, as_of=dt.date(2026, 11, 29))
+    day_after = audit_text(tmp_path, LB_SERVICE, exceptions=exceptions, as_of=dt.date(2026, 11, 30))
+    status = lambda result: {f.rule: f.status.value for f in result.findings}["lb-service-not-excepted"]
+    assert status(on_the_day) == "excepted"
+    assert status(day_after) == "failed"
+
+
+def test_expired_and_unused_entries_are_reported_in_text_and_json(tmp_path: Path) -> None:
+    path = tmp_path / "exceptions.yaml"
+    path.write_text(
+        "exceptions:\n  - name: old-mail\n    rules: [lb-service-not-excepted]\n    match: {namespace: mail}\n"
+        "    reason: r\n    expires: '2026-06-30'\n  - name: nothing\n    rules: [lb-service-not-excepted]\n"
+        "    match: {namespace: nowhere}\n    reason: r\n", encoding="utf-8")
+    text = run_cli(str(DRIFTED), "--exceptions", str(path), "--as-of", "2026-11-29")
+    assert "exception old-mail expired on 2026-06-30 and no longer applies; it would cover 1 finding" in text.stdout
+    assert "exception nothing matched nothing" in text.stdout
+    report = json.loads(run_cli(str(DRIFTED), "--exceptions", str(path), "--as-of", "2026-11-29", "--format", "json").stdout)
+    assert {e["name"]: e["status"] for e in report["exceptions"]} == {"old-mail": "expired", "nothing": "unused"}
+
+
+def test_default_is_the_local_file_else_the_bundled_one(tmp_path: Path) -> None:
+    bundled = run_cli(str(DRIFTED), "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
+    assert {e["name"] for e in json.loads(bundled.stdout)["exceptions"]} == {"kubernetes-dashboard", "gateway-services"}
+    (tmp_path / "exceptions.yaml").write_text(
+        "exceptions:\n  - name: local-only\n    rules: [lb-service-not-excepted]\n    match: {namespace: mail}\n    reason: r\n",
+        encoding="utf-8")
+    local = run_cli(str(DRIFTED), "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
+    report = json.loads(local.stdout)
+    assert [e["name"] for e in report["exceptions"]] == ["local-only"]
+    assert report["exceptionsFile"] == "exceptions.yaml"
+
+
+def test_bundled_list_is_the_repository_file_and_valid() -> None:
+    bundled = Path(exceptions_list.bundled_path())
+    assert filecmp.cmp(bundled, ROOT / "exceptions.yaml", shallow=False)
+    loaded = exceptions_list.load(str(bundled))
+    assert [entry.name for entry in loaded.entries] == ["kubernetes-dashboard", "gateway-services"]
+    for entry in loaded.entries:
+        assert set(entry.rules) == {"lb-service-not-excepted", "nodeport-service-not-excepted"}
