@@ -15,6 +15,8 @@ class AuditError(Exception):
     exit_code = EXIT_USAGE
 
     def __init__(self, message: str) -> None:
+        # One line, whatever the input put into it (a file name or a key holding a newline).
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
         super().__init__(message)
         self.message = message
 

@@ -40,6 +40,11 @@ class Posture:
     def namespace_excluded(self, namespace: str) -> bool:
         return any(fnmatchcase(namespace, pattern) for pattern in self.excluded_namespaces)
 
+    def cluster_label(self, fingerprint: str | None) -> str | None:
+        """The label `clusters:` gives a cluster fingerprint (the first in sorted order if several)."""
+        labels = sorted(label for label, value in self.cluster_labels.items() if fingerprint and value == fingerprint)
+        return labels[0] if labels else None
+
 
 def default_path() -> str | None:
     return DEFAULT_FILE if os.path.isfile(DEFAULT_FILE) else None

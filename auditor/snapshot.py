@@ -51,6 +51,8 @@ class Snapshot:
     listed: dict[str, Coverage] = field(default_factory=dict)
     # Served versions of CRDs as discovery saw them (live and snapshots).
     served_versions: dict[str, list[str]] = field(default_factory=dict)
+    # Fleet results (mode "fleet"): one entry per cluster audited.
+    clusters: list[ClusterInfo] = field(default_factory=list)
     _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)
     _by_key: dict[tuple[str, str | None, str], K8sObject] = field(default_factory=dict, repr=False)
     _by_namespace: dict[str, list[K8sObject]] | None = field(default=None, repr=False)

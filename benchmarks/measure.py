@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,12 +131,19 @@ def run_once(argv: list[str], cwd: Path | None = None, timeout: float | None = N
 
 
 def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None, timeout: float | None = None,
-            warmup: bool = False, env: dict[str, str] | None = None, stdout: Path | None = None) -> Measurement:
-    """Median of `reps` fresh runs, optionally after one unrecorded warm-up run."""
+            warmup: bool = False, env: dict[str, str] | None = None, stdout: Path | None = None,
+            ok_codes: set[int] | None = None) -> Measurement:
+    """Median of `reps` fresh runs, optionally after one unrecorded warm-up run.
+
+    A run is an error (and stops the series) if it is killed, prints a traceback, or exits
+    with a code outside `ok_codes` (when given): a fast refusal must not pass for a fast run.
+    """
     m = Measurement(label, argv)
     for i in range(reps + int(warmup)):
         sample, tail = run_once(argv, cwd, timeout, env, stdout)
-        if sample.returncode < 0 or "Traceback (most recent call last)" in tail or tail.startswith("launcher:"):
+        bad_code = ok_codes is not None and sample.returncode not in ok_codes
+        if bad_code or sample.returncode < 0 or "Traceback (most recent call last)" in tail \
+                or tail.startswith("launcher:"):
             m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
             m.samples.append(sample)
             return m

@@ -105,8 +105,8 @@ def datasets(a: argparse.Namespace) -> list[Dataset]:
     return out
 
 
-def auditor_argv(python: str, path: Path) -> list[str]:
-    return [python, "-m", "auditor", str(path), "--format", "json"]
+def auditor_argv(a: argparse.Namespace, path: Path) -> list[str]:
+    return [a.python, "-m", "auditor", str(path), "--format", "json", *a.audit_arg]
 
 
 def bench(ds: Dataset, a: argparse.Namespace, have_auditor: bool) -> Row:
@@ -114,16 +114,34 @@ def bench(ds: Dataset, a: argparse.Namespace, have_auditor: bool) -> Row:
     print(f"measuring {ds.label} ...", file=sys.stderr, flush=True)
     argv = json_load_argv(a.python, ds.path) if ds.kind == "json" else yaml_load_argv(a.python, ds.path)
     parse = measure("json.load" if ds.kind == "json" else "CSafeLoader", argv, a.reps, timeout=a.timeout)
-    audit = measure("audit", auditor_argv(a.python, ds.path), a.reps, cwd=ROOT, timeout=a.timeout) \
-        if have_auditor else None
+    audit = measure("audit", auditor_argv(a, ds.path), a.reps, cwd=ROOT, timeout=a.timeout,
+                    ok_codes=a.audit_ok_codes) if have_auditor else None
     return Row(ds, parse, audit)
+
+
+def gc_info(rows: list[Row], a: argparse.Namespace) -> Measurement | None:
+    """json.load of the largest List with the cyclic GC off: shows how much of the baseline is GC."""
+    big = max((r for r in rows if r.ds.kind == "json" and r.ds.label.startswith("cluster")),
+              key=lambda r: r.ds.objects, default=None)
+    if big is None or not a.gc_info:
+        return None
+    return measure(f"json.load, gc off ({big.ds.label})", json_load_argv(a.python, big.ds.path, gc=False), a.reps,
+                   timeout=a.timeout)
+
+
+def load_warning(loads: list[float]) -> str:
+    """Other work on the machine skews every number; say so next to the results."""
+    cpus = os.cpu_count() or 1
+    worst = max(loads)
+    return f"WARNING: 1-min load average up to {worst:.1f} on {cpus} CPUs; timings are unreliable" \
+        if worst > cpus * 0.5 else ""
 
 
 def _fmt(m: Measurement | None, what: str) -> str:
     if m is None:
-        return "auditor not installed" if what == "wall" else ""
+        return ("auditor not installed" if not AUDITOR_MAIN.exists() else "skipped") if what == "wall" else ""
     if not m.ok:
-        return f"ERROR ({m.error})" if what == "wall" else ""
+        return "ERROR (below)" if what == "wall" else ""
     return f"{m.wall_s:.3f}" if what == "wall" else f"{m.rss_mib:.0f}"
 
 
@@ -145,9 +163,14 @@ def print_table(rows: list[Row]) -> None:
                       "" if tr is None else f"{tr:.2f}", "" if mr is None else f"{mr:.2f}"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
     for i, line in enumerate(lines):
-        print("  ".join(str(c).ljust(w) if j < 5 else str(c).rjust(w) for j, (c, w) in enumerate(zip(line, widths))))
+        cells = zip(line, widths, strict=True)
+        print("  ".join(str(c).ljust(w) if j < 5 else str(c).rjust(w) for j, (c, w) in enumerate(cells)))
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    for r in rows:
+        for m in (r.parse, r.audit):
+            if m is not None and not m.ok:
+                print(f"  {r.ds.label} {m.label}: {m.error}")
 
 
 def evaluate(rows: list[Row], version: Measurement | None) -> list[tuple[str, str, str]]:
@@ -245,15 +268,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
     p.add_argument("--checkov", action="store_true", help="also time checkov on the tree (installs it in .cache)")
     p.add_argument("--json-out", type=Path, help="write all raw samples here")
+    p.add_argument("--audit-arg", action="append", default=[],
+                   help="extra argument for every audit run (repeat), e.g. --audit-arg=--max-file-bytes=2000000000")
+    p.add_argument("--audit-ok-codes", type=lambda s: {int(x) for x in s.split(",")}, default={0, 1, 3},
+                   help="exit codes meaning the audit ran (default 0,1,3: clean, findings, incomplete)")
+    p.add_argument("--no-audit", dest="audit", action="store_false", help="baselines only (skip the auditor)")
+    p.add_argument("--no-gc-info", dest="gc_info", action="store_false",
+                   help="skip the informational json.load-with-gc-off run on the largest List")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    have_auditor = AUDITOR_MAIN.exists()
+    have_auditor = AUDITOR_MAIN.exists() and a.audit
+    loads = [os.getloadavg()[0]]
     rows = [bench(ds, a, have_auditor) for ds in datasets(a)]
+    nogc = gc_info(rows, a)
     version = measure("--version", [a.python, "-m", "auditor", "--version"], max(a.reps, 5), cwd=ROOT,
-                      warmup=True, timeout=60) if have_auditor else None
+                      warmup=True, timeout=60, ok_codes={0}) if have_auditor else None
     bare = measure("python -c pass", [a.python, "-c", "pass"], max(a.reps, 5), warmup=True)
     print()
     print_table(rows)
@@ -266,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         g = by["cluster-100k"].audit
         if g and g.ok and by["cluster-10k"].audit and by["cluster-10k"].audit.ok:
             print(f"audit growth 10k -> 100k: {g.wall_s / by['cluster-10k'].audit.wall_s:.1f}x")
+    if nogc is not None and nogc.ok:
+        print(f"{nogc.label}: {nogc.wall_s:.3f} s, {nogc.rss_mib:.0f} MiB (info, not a target baseline)")
+    loads.append(os.getloadavg()[0])
+    if load_warning(loads):
+        print(load_warning(loads))
     print("\ntargets:")
     results = evaluate(rows, version)
     for desc, status, detail in results:
@@ -279,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                       "generation_s": r.ds.gen_s, "parse": r.parse.as_dict(),
                       "audit": r.audit.as_dict() if r.audit else None} for r in rows],
             "version": version.as_dict() if version else None, "interpreter_startup": bare.as_dict(),
+            "json_load_gc_off": nogc.as_dict() if nogc else None, "load_average_1min": loads,
             "targets": [{"target": d, "status": s, "detail": x} for d, s, x in results], "checkov": extra},
             indent=2) + "\n")
     return 1 if any(s == "FAIL" for _, s, _ in results) else 0

@@ -20,7 +20,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

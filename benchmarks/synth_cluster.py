@@ -9,7 +9,8 @@ Secrets, ConfigMaps) so the total is exact, not approximate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import synth_config as cfg
 import synth_network as net
@@ -17,7 +18,8 @@ from synth_common import WORDS, Gen, Obj
 from synth_system import kube_system, make_nodes
 from synth_workloads import ARCHETYPES, Node, NsCtx, daemonset, deployment, mgmt_labels, pod_spec, statefulset
 
-MANAGERS = ("kubectl-client-side-apply",) * 7 + ("argocd-controller",) * 6 + ("helm",) * 4 + ("kustomize-controller",) * 3
+MANAGERS = (("kubectl-client-side-apply",) * 7 + ("argocd-controller",) * 6 + ("helm",) * 4
+            + ("kustomize-controller",) * 3)
 SHARED_GW = ("gateway", "edge")
 
 
@@ -138,7 +140,7 @@ def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: D
     if ctx.name == SHARED_GW[0] or g.chance(0.25):
         shared = ctx.name == SHARED_GW[0]
         gw = (ctx.name, SHARED_GW[1] if shared else ctx.name)
-        host = f"*.apps.cluster.lan" if shared else f"{ctx.name}.cluster.lan"
+        host = "*.apps.cluster.lan" if shared else f"{ctx.name}.cluster.lan"
         ip = lb.take("gateway-pool")
         out += net.gateway(g, ctx, gw[1], [host], ip, g.between(1, 8), shared)
         out.append(cfg.tls_secret(g, ctx, net.tls_name(host), host))
@@ -227,7 +229,8 @@ def build_services(n_services: int, n_namespaces: int, seed: int, with_namespace
             if kind < 0.01:
                 ip = lb.take("apps-pool")
                 out.append(net.service(g, ctx, f"{role}-{j}", labels, list(ports), "LoadBalancer", selector=sel,
-                                       etp=g.pick(("Local", "Cluster")), lb_ip=ip, annotations={"lbipam.cilium.io/ips": ip}))
+                                       etp=g.pick(("Local", "Cluster")), lb_ip=ip,
+                                       annotations={"lbipam.cilium.io/ips": ip}))
             elif kind < 0.04:
                 out.append(net.service(g, ctx, f"{role}-{j}", labels, list(ports), "NodePort", selector=sel))
             else:

@@ -11,7 +11,8 @@ import json
 import random
 import time
 import uuid
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 Obj = dict[str, Any]
 

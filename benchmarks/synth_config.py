@@ -32,7 +32,7 @@ def namespace(g: Gen, ctx: NsCtx, extra_labels: Obj | None = None) -> Obj:
 
 def service_account(g: Gen, ctx: NsCtx, name: str, labels: Obj | None = None) -> Obj:
     m = meta(g, name, ctx.name, g.after(ctx.created, 3600), labels=labels)
-    obj = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": m}
+    obj: Obj = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": m}
     if labels:  # the per-namespace `default` SA is created by the controller, not applied
         decorate(g, obj, ctx.created, ctx.manager, {}, ctx.p_managed_fields)
     if g.chance(0.1):
@@ -50,8 +50,8 @@ def root_ca_configmap(g: Gen, ctx: NsCtx) -> Obj:
 
 
 def _app_properties(g: Gen, app: str, ns: str) -> str:
-    lines = [f"# {app} runtime configuration", f"server.port=8080", f"server.shutdown=graceful",
-             f"spring.application.name={app}", f"management.endpoints.web.exposure.include=health,info,prometheus",
+    lines = [f"# {app} runtime configuration", "server.port=8080", "server.shutdown=graceful",
+             f"spring.application.name={app}", "management.endpoints.web.exposure.include=health,info,prometheus",
              f"app.upstream.url=http://{app}-api.{ns}.svc.cluster.local:8000"]
     for i in range(g.between(5, 40)):
         lines.append(f"app.feature.{g.pick(('cache', 'export', 'audit', 'sso', 'batch'))}{i}.enabled="

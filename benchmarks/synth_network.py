@@ -124,7 +124,7 @@ def allow_app(g: Gen, ctx: NsCtx, app: str, role: str, port: int) -> Obj:
     peers = [{"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": ctx.name}}}]
     if g.chance(0.5):
         peers.append({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}})
-    spec = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}},
+    spec: Obj = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}},
             "policyTypes": ["Ingress"], "ingress": [{"from": peers, "ports": [{"port": port, "protocol": "TCP"}]}]}
     if g.chance(0.3):
         spec["policyTypes"].append("Egress")

@@ -50,7 +50,8 @@ def cilium_config(k8s_qps: int = 50, burst: int = 100) -> dict[str, str]:
         "gateway-api-xff-num-trusted-hops": "0", "health-check-icmp-failure-threshold": "3",
         "http-retry-count": "3", "hubble-disable-tls": "false", "hubble-export-file-max-backups": "5",
         "hubble-export-file-max-size-mb": "10", "hubble-listen-address": ":4244",
-        "hubble-socket-path": "/var/run/cilium/hubble.sock", "hubble-tls-cert-file": "/var/lib/cilium/tls/hubble/server.crt",
+        "hubble-socket-path": "/var/run/cilium/hubble.sock",
+        "hubble-tls-cert-file": "/var/lib/cilium/tls/hubble/server.crt",
         "hubble-tls-client-ca-files": "/var/lib/cilium/tls/hubble/client-ca.crt",
         "hubble-tls-key-file": "/var/lib/cilium/tls/hubble/server.key", "identity-allocation-mode": "crd",
         "identity-gc-interval": "15m0s", "identity-heartbeat-timeout": "30m0s", "identity-management-mode": "agent",
@@ -72,7 +73,8 @@ def cilium_config(k8s_qps: int = 50, burst: int = 100) -> dict[str, str]:
         "proxy-max-requests-per-connection": "0", "proxy-xff-num-trusted-hops-egress": "0",
         "proxy-xff-num-trusted-hops-ingress": "0", "remove-cilium-node-taints": "true", "routing-mode": "native",
         "service-no-backend-response": "reject", "set-cilium-is-up-condition": "true",
-        "set-cilium-node-taints": "true", "synchronize-k8s-nodes": "true", "tofqdns-dns-reject-response-code": "refused",
+        "set-cilium-node-taints": "true", "synchronize-k8s-nodes": "true",
+        "tofqdns-dns-reject-response-code": "refused",
         "tofqdns-enable-dns-compression": "true", "tofqdns-endpoint-max-ip-per-hostname": "1000",
         "tofqdns-idle-connection-grace-period": "0s", "tofqdns-max-deferred-connection-deletes": "10000",
         "tofqdns-proxy-response-max-delay": "100ms", "tunnel-protocol": "vxlan", "unmanaged-pod-watcher-interval": "15",
@@ -91,11 +93,13 @@ def _cilium_agent_pod(g: Gen) -> Obj:
     env = [{"name": "K8S_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
            {"name": "CILIUM_K8S_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
            {"name": "GOMEMLIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1"}}},
-           {"name": "KUBERNETES_SERVICE_HOST", "value": "10.0.0.10"}, {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}]
+           {"name": "KUBERNETES_SERVICE_HOST", "value": "10.0.0.10"},
+           {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}]
     mounts = [{"name": n, "mountPath": p} for n, p in (
         ("bpf-maps", "/sys/fs/bpf"), ("cilium-run", "/var/run/cilium"), ("cilium-netns", "/var/run/cilium/netns"),
         ("etc-cni-netd", "/host/etc/cni/net.d"), ("clustermesh-secrets", "/var/lib/cilium/clustermesh"),
-        ("lib-modules", "/lib/modules"), ("xtables-lock", "/run/xtables.lock"), ("hubble-tls", "/var/lib/cilium/tls/hubble"),
+        ("lib-modules", "/lib/modules"), ("xtables-lock", "/run/xtables.lock"),
+        ("hubble-tls", "/var/lib/cilium/tls/hubble"),
         ("tmp", "/tmp"))]
     probe = {"httpGet": {"host": "127.0.0.1", "path": "/healthz", "port": 9879,
                          "httpHeaders": [{"name": "brief", "value": "true"}]}}
@@ -112,11 +116,14 @@ def _cilium_agent_pod(g: Gen) -> Obj:
                                                           "FOWNER", "SETGID", "SETUID"], "drop": ["ALL"]},
                                  "seLinuxOptions": {"level": "s0", "type": "spc_t"}}}
     inits = [{"name": n, "image": image, "command": cmd, "volumeMounts": mounts[:3]} for n, cmd in (
-        ("config", ["cilium-dbg", "build-config"]), ("mount-cgroup", ["sh", "-ec", "cp /usr/bin/cilium-mount /hostbin"]),
+        ("config", ["cilium-dbg", "build-config"]),
+        ("mount-cgroup", ["sh", "-ec", "cp /usr/bin/cilium-mount /hostbin"]),
         ("apply-sysctl-overwrites", ["sh", "-ec", "cp /usr/bin/cilium-sysctlfix /hostbin"]),
-        ("mount-bpf-fs", ["/bin/bash", "-c", "--", "mount | grep \"/sys/fs/bpf type bpf\" || mount -t bpf bpf /sys/fs/bpf"]),
+        ("mount-bpf-fs", ["/bin/bash", "-c", "--",
+                          "mount | grep \"/sys/fs/bpf type bpf\" || mount -t bpf bpf /sys/fs/bpf"]),
         ("clean-cilium-state", ["/init-container.sh"]), ("install-cni-binaries", ["/install-plugin.sh"]))]
-    vols = [_host_vol(v["name"], "/run/" + v["name"]) for v in mounts if v["name"] != "tmp"] + [{"name": "tmp", "emptyDir": {}}]
+    vols = [_host_vol(v["name"], "/run/" + v["name"]) for v in mounts if v["name"] != "tmp"]
+    vols.append({"name": "tmp", "emptyDir": {}})
     return {"serviceAccountName": "cilium", "automountServiceAccountToken": True, "hostNetwork": True,
             "priorityClassName": "system-node-critical", "containers": [agent], "initContainers": inits,
             "tolerations": [{"operator": "Exists"}], "volumes": vols,
@@ -149,63 +156,78 @@ def _kube_proxy(g: Gen, ctx: NsCtx) -> list[Obj]:
             service_account(g, ctx, "kube-proxy")]
 
 
-def kube_system(g: Gen, nodes: list[Node], with_kube_proxy: bool, p_mf: float) -> list[Obj]:
-    ctx = NsCtx("kube-system", g.past(600, 700), "helm", nodes, p_mf, apps=["cilium"])
-    helm_ann = {"meta.helm.sh/release-name": "cilium", "meta.helm.sh/release-namespace": "kube-system"}
-    cl = lambda name: {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "cilium",  # noqa: E731
-                       "app.kubernetes.io/managed-by": "Helm"}
-    out: list[Obj] = []
+_HELM_ANN = {"meta.helm.sh/release-name": "cilium", "meta.helm.sh/release-namespace": "kube-system"}
+_CORE_SAS = ("default", "attachdetach-controller", "bootstrap-signer", "certificate-controller",
+             "clusterrole-aggregation-controller", "cronjob-controller", "daemon-set-controller",
+             "deployment-controller", "endpoint-controller", "endpointslice-controller", "generic-garbage-collector",
+             "job-controller", "namespace-controller", "node-controller", "replicaset-controller",
+             "service-account-controller", "statefulset-controller")
+_COREFILE = (".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n"
+             "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"
+             "       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n    prometheus :9153\n"
+             "    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n    cache 30\n"
+             "    loop\n    reload\n    loadbalance\n}\n")
+
+
+def _cilium_labels(name: str) -> Obj:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "cilium",
+            "app.kubernetes.io/managed-by": "Helm"}
+
+
+def _cilium(g: Gen, ctx: NsCtx) -> list[Obj]:
+    """The Helm release: cilium-config, agent and envoy DaemonSets, operator, hubble-relay, CA."""
     cfg = {"apiVersion": "v1", "kind": "ConfigMap", "data": cilium_config(),
-           "metadata": meta(g, "cilium-config", "kube-system", g.past(300, 400), annotations=helm_ann,
+           "metadata": meta(g, "cilium-config", "kube-system", g.past(300, 400), annotations=_HELM_ANN,
                             labels={"app.kubernetes.io/managed-by": "Helm"})}
-    decorate(g, cfg, ctx.created, "helm", {"data": cfg["data"]}, p_mf)
-    out.append(cfg)
-    out += daemonset(g, ctx, "cilium", {"k8s-app": "cilium"} | cl("cilium-agent"), _cilium_agent_pod(g),
-                     g.past(300, 400))
+    decorate(g, cfg, ctx.created, "helm", {"data": cfg["data"]}, ctx.p_managed_fields)
+    out = [cfg, *daemonset(g, ctx, "cilium", {"k8s-app": "cilium"} | _cilium_labels("cilium-agent"),
+                           _cilium_agent_pod(g), g.past(300, 400))]
     envoy = _simple_pod("cilium-envoy", f"quay.io/cilium/cilium-envoy:v1.35.3-{g.hexstr(10)}", "cilium-envoy",
                         [("envoy-metrics", 9964)], ["--config-path", "/var/run/cilium/envoy/bootstrap-config.json"])
-    out += daemonset(g, ctx, "cilium-envoy", {"k8s-app": "cilium-envoy"} | cl("cilium-envoy"), envoy, g.past(300, 400))
+    out += daemonset(g, ctx, "cilium-envoy", {"k8s-app": "cilium-envoy"} | _cilium_labels("cilium-envoy"), envoy,
+                     g.past(300, 400))
     op = _simple_pod("cilium-operator", f"quay.io/cilium/operator-generic:{CILIUM_VERSION}@{g.sha256()}",
-                     "cilium-operator", [("prometheus", 9963)], ["--config-dir=/tmp/cilium/config-map", "--debug=false"])
+                     "cilium-operator", [("prometheus", 9963)],
+                     ["--config-dir=/tmp/cilium/config-map", "--debug=false"])
     out += deployment(g, ctx, "cilium-operator", {"io.cilium/app": "operator", "name": "cilium-operator"}
-                      | cl("cilium-operator"), op, 2, g.past(300, 400))
+                      | _cilium_labels("cilium-operator"), op, 2, g.past(300, 400))
     relay = _simple_pod("hubble-relay", f"quay.io/cilium/hubble-relay:{CILIUM_VERSION}", "hubble-relay",
                         [("grpc", 4245)], ["serve"])
-    out += deployment(g, ctx, "hubble-relay", {"k8s-app": "hubble-relay"} | cl("hubble-relay"), relay, 1,
+    out += deployment(g, ctx, "hubble-relay", {"k8s-app": "hubble-relay"} | _cilium_labels("hubble-relay"), relay, 1,
                       g.past(300, 400))
-    dns = _simple_pod("coredns", "registry.k8s.io/coredns/coredns:v1.12.0", "coredns", [("dns", 53), ("metrics", 9153)],
-                      ["-conf", "/etc/coredns/Corefile"])
-    out += deployment(g, ctx, "coredns", {"k8s-app": "kube-dns"}, dns, 2, g.past(600, 700))
-    ms = _simple_pod("metrics-server", "registry.k8s.io/metrics-server/metrics-server:v0.8.0", "metrics-server",
-                     [("https", 10250)], ["--cert-dir=/tmp", "--secure-port=10250", "--kubelet-use-node-status-port"])
-    out += deployment(g, ctx, "metrics-server", {"k8s-app": "metrics-server"}, ms, 1, g.past(300, 400))
-    out.append(service(g, ctx, "kube-dns", {"k8s-app": "kube-dns"}, [("dns", 53), ("dns-tcp", 53), ("metrics", 9153)],
-                       selector={"k8s-app": "kube-dns"}))
-    out[-1]["spec"].update(clusterIP="10.96.0.10", clusterIPs=["10.96.0.10"])
-    for name, port in (("hubble-peer", 443), ("hubble-relay", 80), ("metrics-server", 443)):
+    for name, port in (("hubble-peer", 443), ("hubble-relay", 80)):
         sel = "cilium" if name == "hubble-peer" else name  # hubble-peer fronts the agents themselves
         out.append(service(g, ctx, name, {"k8s-app": name}, [("https" if port == 443 else "grpc", port)],
                            selector={"k8s-app": sel}))
-    for sa in ("cilium", "cilium-envoy", "cilium-operator", "hubble-relay", "coredns", "metrics-server", "default",
-               "attachdetach-controller", "bootstrap-signer", "certificate-controller", "clusterrole-aggregation-controller",
-               "cronjob-controller", "daemon-set-controller", "deployment-controller", "endpoint-controller",
-               "endpointslice-controller", "generic-garbage-collector", "job-controller", "namespace-controller",
-               "node-controller", "replicaset-controller", "service-account-controller", "statefulset-controller"):
-        out.append(service_account(g, ctx, sa))
-    out.append(root_ca_configmap(g, ctx))
-    out.append({"apiVersion": "v1", "kind": "ConfigMap",
-                "data": {"Corefile": ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n"
-                         "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n"
-                         "       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n    prometheus :9153\n"
-                         "    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n    cache 30\n"
-                         "    loop\n    reload\n    loadbalance\n}\n"},
-                "metadata": meta(g, "coredns", "kube-system", g.past(600, 700))})
+    out += [service_account(g, ctx, sa) for sa in ("cilium", "cilium-envoy", "cilium-operator", "hubble-relay")]
     out.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "data": {"ca.crt": g.b64(1100), "ca.key": g.b64(1700)},
-                "metadata": meta(g, "cilium-ca", "kube-system", g.past(300, 400), annotations=helm_ann)})
-    if with_kube_proxy:
-        out += _kube_proxy(g, ctx)
+                "metadata": meta(g, "cilium-ca", "kube-system", g.past(300, 400), annotations=_HELM_ANN)})
     return out
+
+
+def _core(g: Gen, ctx: NsCtx) -> list[Obj]:
+    """What kubeadm and the usual add-ons put in kube-system: CoreDNS, metrics-server, controller SAs."""
+    dns = _simple_pod("coredns", "registry.k8s.io/coredns/coredns:v1.12.0", "coredns", [("dns", 53), ("metrics", 9153)],
+                      ["-conf", "/etc/coredns/Corefile"])
+    out = deployment(g, ctx, "coredns", {"k8s-app": "kube-dns"}, dns, 2, g.past(600, 700))
+    ms = _simple_pod("metrics-server", "registry.k8s.io/metrics-server/metrics-server:v0.8.0", "metrics-server",
+                     [("https", 10250)], ["--cert-dir=/tmp", "--secure-port=10250", "--kubelet-use-node-status-port"])
+    out += deployment(g, ctx, "metrics-server", {"k8s-app": "metrics-server"}, ms, 1, g.past(300, 400))
+    kube_dns = service(g, ctx, "kube-dns", {"k8s-app": "kube-dns"}, [("dns", 53), ("dns-tcp", 53), ("metrics", 9153)],
+                       selector={"k8s-app": "kube-dns"})
+    kube_dns["spec"].update(clusterIP="10.96.0.10", clusterIPs=["10.96.0.10"])
+    out += [kube_dns, service(g, ctx, "metrics-server", {"k8s-app": "metrics-server"}, [("https", 443)],
+                              selector={"k8s-app": "metrics-server"})]
+    out += [service_account(g, ctx, sa) for sa in ("coredns", "metrics-server", *_CORE_SAS)]
+    out += [root_ca_configmap(g, ctx), {"apiVersion": "v1", "kind": "ConfigMap", "data": {"Corefile": _COREFILE},
+                                        "metadata": meta(g, "coredns", "kube-system", g.past(600, 700))}]
+    return out
+
+
+def kube_system(g: Gen, nodes: list[Node], with_kube_proxy: bool, p_mf: float) -> list[Obj]:
+    ctx = NsCtx("kube-system", g.past(600, 700), "helm", nodes, p_mf, apps=["cilium"])
+    return _cilium(g, ctx) + _core(g, ctx) + (_kube_proxy(g, ctx) if with_kube_proxy else [])
 
 
 def make_nodes(n: int) -> list[Node]:

@@ -102,7 +102,8 @@ def _platform_legacy(g: Gen, w: TreeWriter) -> None:
          "spec": {"cidrs": [{"cidr": "192.168.67.240/28"}]}}])
     w.human("platform/legacy/metallb.yaml", [
         {"apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
-         "metadata": {"name": "default", "namespace": "metallb-system"}, "spec": {"addresses": ["192.168.1.240-192.168.1.250"]}},
+         "metadata": {"name": "default", "namespace": "metallb-system"},
+         "spec": {"addresses": ["192.168.1.240-192.168.1.250"]}},
         {"apiVersion": "metallb.io/v1beta1", "kind": "L2Advertisement",
          "metadata": {"name": "default", "namespace": "metallb-system"}, "spec": {"ipAddressPools": ["default"]}}])
     w.human("platform/legacy/kube-proxy-configmap.yaml", [
@@ -124,26 +125,24 @@ def _platform_monitoring(g: Gen, w: TreeWriter, target: int) -> None:
              comment_block(g, 6) + "#   helm template kube-prometheus-stack --version 86.1.0 -f values.yaml\n")
 
 
-def _netpols(g: Gen, w: TreeWriter, ns: str, app: str, port: int, deny: bool) -> list[str]:
+def _netpol(ns: str, name: str, spec: Obj) -> Obj:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def _netpols(g: Gen, w: TreeWriter, ns: str, app: str, port: int, deny: bool) -> None:
+    """platform/network-policies/<ns>/: default-deny (unless drifting), DNS egress, app ingress."""
     base = f"platform/network-policies/{ns}"
-    files = []
     if deny:
-        w.human(f"{base}/00-default-deny.yaml", [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                                  "metadata": {"name": "default-deny-all", "namespace": ns},
-                                                  "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}], 2)
-        files.append("00-default-deny.yaml")
-    w.human(f"{base}/allow-dns.yaml", [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                        "metadata": {"name": "allow-dns-egress", "namespace": ns},
-                                        "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [
-                                            {"to": [{"namespaceSelector": {"matchLabels": {
-                                                "kubernetes.io/metadata.name": "kube-system"}}}],
-                                             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]}}], 2)
-    w.human(f"{base}/allow-{app}-ingress.yaml", [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                                  "metadata": {"name": f"allow-{app}-ingress", "namespace": ns},
-                                                  "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                                                           "policyTypes": ["Ingress"],
-                                                           "ingress": [{"ports": [{"protocol": "TCP", "port": port}]}]}}])
-    return files + ["allow-dns.yaml", f"allow-{app}-ingress.yaml"]
+        w.human(f"{base}/00-default-deny.yaml",
+                [_netpol(ns, "default-deny-all", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})], 2)
+    dns_to = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}]
+    dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+    w.human(f"{base}/allow-dns.yaml", [_netpol(ns, "allow-dns-egress", {
+        "podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": dns_to, "ports": dns_ports}]})], 2)
+    w.human(f"{base}/allow-{app}-ingress.yaml", [_netpol(ns, f"allow-{app}-ingress", {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": app}}, "policyTypes": ["Ingress"],
+        "ingress": [{"ports": [{"protocol": "TCP", "port": port}]}]})])
 
 
 def _anchored_cnp(g: Gen, name: str) -> str:
@@ -158,33 +157,40 @@ def _anchored_cnp(g: Gen, name: str) -> str:
             f"  egressDeny:\n    - toCIDRSet:\n        - cidr: 10.0.0.0/8\n          except: [\"10.42.0.0/16\"]\n")
 
 
-def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
-    """apps/<name>/ with base, overlays, optional chart; returns the path for clusters/prod."""
-    ctx = NsCtx(name, 0, "kubectl-client-side-apply", [], 0.0)
-    base, workloads, services = f"apps/{name}/base", [], []
+def _app_base(g: Gen, w: TreeWriter, ctx: NsCtx) -> tuple[list[Obj], list[Obj]]:
+    """Namespace, workloads, Services and config of one app; returns workloads and Services."""
+    name, base = ctx.name, f"apps/{ctx.name}/base"
+    workloads: list[Obj] = []
+    services: list[Obj] = []
     for i in range(g.between(1, 3)):
         arche = g.pick(ARCHETYPES)
         comp = arche[0] if i == 0 else f"{arche[0]}-{i}"
-        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": comp, "app.kubernetes.io/part-of": name}
+        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": comp,
+                  "app.kubernetes.io/part-of": name}
         spec = pod_spec(g, ctx, name, arche, name, f"{name}-config", f"{name}-secret")
-        workloads.append({"apiVersion": "apps/v1", "kind": arche[4], "metadata": {"name": f"{name}-{comp}", "labels": labels},
+        workloads.append({"apiVersion": "apps/v1", "kind": arche[4],
+                          "metadata": {"name": f"{name}-{comp}", "labels": labels},
                           "spec": {"replicas": g.pick((1, 1, 2)), "selector": {"matchLabels": labels},
                                    "template": {"metadata": {"labels": labels}, "spec": spec}}})
         ports = [{"name": n, "port": p, "targetPort": n, "protocol": "TCP"} for n, p in arche[2]]
-        services.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-{comp}", "labels": labels},
+        services.append({"apiVersion": "v1", "kind": "Service",
+                         "metadata": {"name": f"{name}-{comp}", "labels": labels},
                          "spec": {"selector": labels, "ports": ports}})
     port = services[0]["spec"]["ports"][0]["port"]
-    files = ["namespace.yaml", "deployment.yaml", "service.yaml", "configmap.yaml"]
+    features = "".join(f"  {g.pick(WORDS)}{j}: {g.pick(('true', 'false'))}\n" for j in range(g.between(3, 30)))
     w.human(f"{base}/namespace.yaml", [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}], 2)
     w.human(f"{base}/deployment.yaml", workloads, 4)
     w.human(f"{base}/service.yaml", services, 2)
     w.human(f"{base}/configmap.yaml", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-config"},
                                         "data": {"LOG_LEVEL": "info", "app.yaml": f"server:\n  port: {port}\n"
-                                                 f"  name: {name}\nfeatures:\n" + "".join(
-                                                     f"  {g.pick(WORDS)}{j}: {g.pick(('true', 'false'))}\n"
-                                                     for j in range(g.between(3, 30)))}}], 1)
-    r = g.rng.random()
+                                                 f"  name: {name}\nfeatures:\n{features}"}}], 1)
+    return workloads, services
+
+
+def _app_exposure(g: Gen, w: TreeWriter, name: str, svc: Obj, idx: int) -> str | None:
+    """How the app is reached: Gateway+HTTPRoute, a NodePort, a drifting LB, or not at all."""
+    base, port, r = f"apps/{name}/base", svc["spec"]["ports"][0]["port"], g.rng.random()
     if r < 0.45:
         host = f"{name}.cluster.lan"
         w.human(f"{base}/gateway.yaml", [
@@ -196,41 +202,62 @@ def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
             {"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": name}, "spec": {
                 "parentRefs": [{"name": name, "sectionName": "websecure"}], "hostnames": [host],
                 "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-                           "backendRefs": [{"name": services[0]["metadata"]["name"], "port": port}]}]}}], 6)
-        files.append("gateway.yaml")
-    elif r < 0.6:  # the NodePort escape hatch the corpus repos use per UI
+                           "backendRefs": [{"name": svc["metadata"]["name"], "port": port}]}]}}], 6)
+        return "gateway.yaml"
+    if r < 0.6:  # the per-UI NodePort escape hatch the corpus repos use
+        ports = [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]
         np = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-nodeport"},
-              "spec": {"type": "NodePort", "selector": services[0]["spec"]["selector"],
-                       "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]}}
+              "spec": {"type": "NodePort", "selector": svc["spec"]["selector"], "ports": ports}}
         w.human(f"{base}/nodeport.yaml", [np], 8)
-        files.append("nodeport.yaml")
-    elif r < 0.65:  # drift: direct LoadBalancer bypassing the Gateway
-        lb = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-lb", "annotations": {
-            "lbipam.cilium.io/ips": f"10.0.0.{240 + idx % 11}"}}, "spec": {
+        return "nodeport.yaml"
+    if r < 0.65:  # drift: a direct LoadBalancer bypassing the Gateway
+        w.human(f"{base}/loadbalancer.yaml", [{"apiVersion": "v1", "kind": "Service", "metadata": {
+            "name": f"{name}-lb", "annotations": {"lbipam.cilium.io/ips": f"10.0.0.{240 + idx % 11}"}}, "spec": {
                 "type": "LoadBalancer", "externalTrafficPolicy": g.pick(("Local", "Cluster")),
-                "selector": services[0]["spec"]["selector"], "ports": [{"name": "tcp", "port": port}]}}
-        w.human(f"{base}/loadbalancer.yaml", [lb], 3)
-        files.append("loadbalancer.yaml")
-    w.human(f"{base}/kustomization.yaml", [kustomization(files, name, labels=[
-        {"pairs": {"app.kubernetes.io/part-of": name}, "includeSelectors": False}])], 0)
+                "selector": svc["spec"]["selector"], "ports": [{"name": "tcp", "port": port}]}}], 3)
+        return "loadbalancer.yaml"
+    return None
+
+
+def _app_overlays(g: Gen, w: TreeWriter, name: str, workload: Obj) -> None:
     for env in ("staging", "prod"):
-        patch = (f"- op: replace\n  path: /spec/replicas\n  value: {2 if env == 'prod' else 1}\n")
+        patch = f"- op: replace\n  path: /spec/replicas\n  value: {2 if env == 'prod' else 1}\n"
         w.human(f"apps/{name}/overlays/{env}/kustomization.yaml", [kustomization(
             ["../../base"], f"{name}-{env}" if env == "staging" else name,
-            patches=[{"target": {"kind": workloads[0]["kind"], "name": workloads[0]["metadata"]["name"]},
-                      "patch": patch}],
+            patches=[{"target": {"kind": workload["kind"], "name": workload["metadata"]["name"]}, "patch": patch}],
             images=[{"name": "ghcr.io/univ-lehavre/app", "newTag": f"v{g.between(1, 9)}.{g.between(0, 40)}.0"}])], 1)
-    if g.chance(0.35):
-        docs, sources = rendered_chart(g, ctx, name, f"{g.between(0, 9)}.{g.between(0, 30)}.{g.between(0, 9)}",
-                                       g.between(2, 8))
-        w.raw(f"apps/{name}/chart/values.yaml", comment_block(g, 3) + values_yaml(g, {
-            "image": {"repository": f"ghcr.io/univ-lehavre/{name}", "tag": "", "pullPolicy": "IfNotPresent"},
-            "replicaCount": 1, "service": {"type": "ClusterIP", "port": port},
-            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-            "podSecurityContext": {"fsGroup": 1000}, "nodeSelector": {}, "tolerations": [], "affinity": {}}))
-        w.vendor(f"apps/{name}/rendered/{name}.yaml", docs, sources)
+
+
+def _app_chart(g: Gen, w: TreeWriter, ctx: NsCtx, port: int) -> None:
+    """A Helm chart's values file and its committed `helm template` output."""
+    name = ctx.name
+    docs, sources = rendered_chart(g, ctx, name, f"{g.between(0, 9)}.{g.between(0, 30)}.{g.between(0, 9)}",
+                                   g.between(2, 8))
+    w.raw(f"apps/{name}/chart/values.yaml", comment_block(g, 3) + values_yaml(g, {
+        "image": {"repository": f"ghcr.io/univ-lehavre/{name}", "tag": "", "pullPolicy": "IfNotPresent"},
+        "replicaCount": 1, "service": {"type": "ClusterIP", "port": port},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "podSecurityContext": {"fsGroup": 1000}, "nodeSelector": {}, "tolerations": [], "affinity": {}}))
+    w.vendor(f"apps/{name}/rendered/{name}.yaml", docs, sources)
+
+
+def _app(g: Gen, w: TreeWriter, name: str, idx: int) -> str:
+    """apps/<name>/ with base, overlays, optional chart; returns the path for clusters/prod."""
+    ctx = NsCtx(name, 0, "kubectl-client-side-apply", [], 0.0)
+    workloads, services = _app_base(g, w, ctx)
+    files = ["namespace.yaml", "deployment.yaml", "service.yaml", "configmap.yaml"]
+    exposure = _app_exposure(g, w, name, services[0], idx)
+    if exposure:
+        files.append(exposure)
     if g.chance(0.2):
         w.raw(f"apps/{name}/base/ciliumnetworkpolicy.yaml", _anchored_cnp(g, name), docs=1)
+        files.append("ciliumnetworkpolicy.yaml")
+    w.human(f"apps/{name}/base/kustomization.yaml", [kustomization(files, name, labels=[
+        {"pairs": {"app.kubernetes.io/part-of": name}, "includeSelectors": False}])], 0)
+    _app_overlays(g, w, name, workloads[0])
+    port = services[0]["spec"]["ports"][0]["port"]
+    if g.chance(0.35):
+        _app_chart(g, w, ctx, port)
     _netpols(g, w, name, name, port, deny=not g.chance(0.05))
     return f"../../apps/{name}/overlays/prod"
 
@@ -252,7 +279,8 @@ def build_tree(out: Path, target_bytes: int, seed: int, force: bool = False) -> 
     _platform_cilium(g, w)
     _platform_legacy(g, w)
     _platform_monitoring(g, w, target_bytes)
-    overlays, seen = [], set()
+    overlays: list[str] = []
+    seen: set[str] = set()
     while w.bytes < target_bytes:
         word = g.pick(WORDS)
         name = word if word not in seen else f"{word}-{len(seen)}"

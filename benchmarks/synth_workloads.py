@@ -191,7 +191,7 @@ def pod(g: Gen, ctx: NsCtx, name: str, template: Obj, owner: Obj, created: int, 
                               "tolerationSeconds": 300} for k in ("not-ready", "unreachable")])
     started = g.after(created, 40)
     pod_ip = f"10.42.{node.index}.{g.between(2, 254)}"
-    status = {"conditions": [dict(condition(t, "True", started, "")) | {"lastProbeTime": None}
+    status: Obj = {"conditions": [dict(condition(t, "True", started, "")) | {"lastProbeTime": None}
                              for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
                                        "PodScheduled")],
               "containerStatuses": [_container_status(g, c, started) for c in spec["containers"]],
@@ -209,7 +209,7 @@ def pod(g: Gen, ctx: NsCtx, name: str, template: Obj, owner: Obj, created: int, 
 
 def _selector(labels: Obj) -> Obj:
     # Apps select on name+component; system components on their historical single label.
-    keys = ("app.kubernetes.io/name", "app.kubernetes.io/component")
+    keys: tuple[str, ...] = ("app.kubernetes.io/name", "app.kubernetes.io/component")
     if not all(k in labels for k in keys):
         keys = tuple(k for k in ("k8s-app", "io.cilium/app", "name") if k in labels)[:1]
     return {"matchLabels": {k: labels[k] for k in keys}}
@@ -253,9 +253,9 @@ def deployment(g: Gen, ctx: NsCtx, name: str, labels: Obj, user_pod: Obj, replic
 
 def statefulset(g: Gen, ctx: NsCtx, name: str, labels: Obj, user_pod: Obj, replicas: int, created: int) -> list[Obj]:
     selector = _selector(labels)
-    vct = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                                                   "storageClassName": "rook-ceph-block-replicated",
-                                                   "resources": {"requests": {"storage": g.pick(("1Gi", "10Gi", "50Gi"))}}}}]
+    storage = {"requests": {"storage": g.pick(("1Gi", "10Gi", "50Gi"))}}
+    vct = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": storage,
+                                                   "storageClassName": "rook-ceph-block-replicated"}}]
     user = {"replicas": replicas, "selector": selector, "serviceName": f"{name}-headless",
             "template": _template(labels, user_pod), "volumeClaimTemplates": vct}
     spec = clone(user)
@@ -293,8 +293,8 @@ def daemonset(g: Gen, ctx: NsCtx, name: str, labels: Obj, user_pod: Obj, created
     gen = g.between(1, 9)
     status = {"currentNumberScheduled": n, "desiredNumberScheduled": n, "numberAvailable": n, "numberMisscheduled": 0,
               "numberReady": n, "observedGeneration": gen, "updatedNumberScheduled": n}
-    m = meta(g, name, ctx.name, created, labels=labels, annotations={"deprecated.daemonset.template.generation": str(gen)}
-             | mgmt_annotations(ctx, "apps/DaemonSet", name), generation=gen)
+    ann = {"deprecated.daemonset.template.generation": str(gen)} | mgmt_annotations(ctx, "apps/DaemonSet", name)
+    m = meta(g, name, ctx.name, created, labels=labels, annotations=ann, generation=gen)
     d = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": m, "spec": spec, "status": status}
     decorate(g, d, created, ctx.manager, {"spec": user}, ctx.p_managed_fields, "kube-controller-manager")
     owner = owner_ref("apps/v1", "DaemonSet", name, m["uid"])

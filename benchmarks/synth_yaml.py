@@ -32,7 +32,7 @@ INLINE = {"hostname": "placeholder .lan until DNS is delegated", "image": "renov
 _INLINE_RE = re.compile(r"^(\s*(?:- )?(" + "|".join(INLINE) + r")): ([^|>\s][^#\n]*)$", re.M)
 
 
-def _str_repr(dumper: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
+def _str_repr(dumper: Any, s: str) -> yaml.ScalarNode:
     # Multi-line strings as literal blocks, the way people and controller-gen write them.
     if "\n" in s and not any(line != line.rstrip() for line in s.split("\n")):
         return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")

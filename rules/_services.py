@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from auditor.model import K8sObject, as_list, as_mapping, as_str, string_labels
-from auditor.selectors import selector_matches
+from auditor.selectors import is_empty_selector, selector_matches, strip_source
 
 # loadBalancerClass values Cilium serves (docs/cilium-facts.md §3.3); a Service
 # with another class belongs to another load-balancer implementation.
@@ -77,3 +77,99 @@ def ingress_addresses(service: K8sObject) -> list[str]:
         if isinstance(address, str):
             addresses.append(address)
     return addresses
+
+
+# --- announcement (L2 and BGP), added for the LB-IPAM / L2 rules ---------------------
+
+BGP_LB_CLASS = "io.cilium/bgp-control-plane"
+
+
+def handled_by_cilium_bgp(service: K8sObject) -> bool:
+    """Whether Cilium's BGP control plane may advertise this Service (no class, or its class)."""
+    return load_balancer_class(service) in (None, BGP_LB_CLASS)
+
+
+# --- matching many Services quickly ---------------------------------------------------
+
+
+def _selector_keys(selector: object) -> tuple[str, ...]:
+    """The label keys a selector reads (after stripping Cilium source prefixes)."""
+    keys: set[str] = set()
+    if isinstance(selector, dict):
+        match_labels = selector.get("matchLabels")
+        if isinstance(match_labels, dict):
+            keys.update(strip_source(k) for k in match_labels if isinstance(k, str))
+        for expression in as_list(selector.get("matchExpressions")):
+            key = as_mapping(expression).get("key")
+            if isinstance(key, str):
+                keys.add(strip_source(key))
+    return tuple(sorted(keys))
+
+
+class SelectorSet:
+    """Whether any of several label selectors matches a label set, memoised.
+
+    A selector's verdict depends only on the values of the keys it names, and
+    those repeat across Services (a handful of namespaces, a few labels), so
+    verdicts are cached on that projection: matching 100,000 Services against
+    a few dozen policies costs one tuple and one dict lookup per Service.
+    `always` makes every label set match (a policy without a selector).
+    """
+
+    __slots__ = ("selectors", "keys", "always", "_cache")
+
+    def __init__(self, selectors: list, always: bool = False) -> None:
+        self.selectors = list(selectors)
+        self.always = always
+        self.keys = tuple(sorted({key for s in self.selectors for key in _selector_keys(s)}))
+        self._cache: dict[tuple, bool] = {}
+
+    def __bool__(self) -> bool:
+        return self.always or bool(self.selectors)
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        if self.always:
+            return True
+        if not self.selectors:
+            return False
+        projection = tuple(labels.get(key) for key in self.keys)
+        verdict = self._cache.get(projection)
+        if verdict is None:
+            verdict = any(selector_matches(s, labels) for s in self.selectors)
+            self._cache[projection] = verdict
+        return verdict
+
+
+def l2_lb_selectors(policies: list[K8sObject]) -> SelectorSet:
+    """The Services whose LoadBalancer IPs some L2 policy announces (see `l2_policy_selects`)."""
+    announcing = [p.spec for p in policies if p.spec.get("loadBalancerIPs") is True]
+    always = any(spec.get("serviceSelector") is None for spec in announcing)
+    return SelectorSet([s["serviceSelector"] for s in announcing if s.get("serviceSelector") is not None], always)
+
+
+def l2_external_ip_selectors(policies: list[K8sObject]) -> SelectorSet:
+    """The Services whose spec.externalIPs some L2 policy announces."""
+    announcing = [p.spec for p in policies if p.spec.get("externalIPs") is True]
+    always = any(spec.get("serviceSelector") is None for spec in announcing)
+    return SelectorSet([s["serviceSelector"] for s in announcing if s.get("serviceSelector") is not None], always)
+
+
+def bgp_lb_selectors(advertisements: list[K8sObject]) -> SelectorSet:
+    """The Services whose LoadBalancer IPs some CiliumBGPAdvertisement advertises.
+
+    It needs an entry with advertisementType Service, LoadBalancerIP among
+    service.addresses, and a selector matching the Service: for this type an
+    empty or absent selector selects nothing (CRD v2, docs/cilium-facts.md §8.1).
+    """
+    selectors = []
+    for advertisement in advertisements:
+        for entry in as_list(advertisement.spec.get("advertisements")):
+            entry = as_mapping(entry)
+            if entry.get("advertisementType") != "Service":
+                continue
+            if "LoadBalancerIP" not in as_list(as_mapping(entry.get("service")).get("addresses")):
+                continue
+            selector = entry.get("selector")
+            if isinstance(selector, dict) and not is_empty_selector(selector):
+                selectors.append(selector)
+    return SelectorSet(selectors)

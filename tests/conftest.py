@@ -86,3 +86,20 @@ def schemas() -> Path:
     if not SCHEMAS.is_dir():
         pytest.skip(f"shared schemas not present at {SCHEMAS}")
     return SCHEMAS
+
+
+# --- Hypothesis profiles (tests/test_fuzz.py) ---------------------------------
+# "ci" (the default): a few dozen examples per property, no deadline, and
+# derandomized so every CI run tries the same inputs. "long": thousands of
+# examples for a local hunt:  HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py -n 2
+from hypothesis import HealthCheck, settings as _hypothesis_settings  # noqa: E402
+
+_HYPOTHESIS_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+_hypothesis_settings.register_profile(
+    "ci", max_examples=60, deadline=None, derandomize=True, database=None, print_blob=True,
+    suppress_health_check=_HYPOTHESIS_SLOW_OK,
+)
+_hypothesis_settings.register_profile(
+    "long", max_examples=3000, deadline=None, print_blob=True, suppress_health_check=_HYPOTHESIS_SLOW_OK,
+)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -26,7 +26,7 @@ from kubernetes.dynamic import DynamicClient
 
 from tests.kubeapi import (
     DEFAULT_TOKEN, DEFAULT_USER, Fault, KubeApiServer, KubeconfigContext, ResourceType, User,
-    make_crd,
+    make_crd, write_kubeconfig,
 )
 from tests.kubeapi.kubectl import SDK_BIN, Kubectl, find_kubectl
 from tests.kubeapi.rbac import PolicyRule, RbacPolicy
@@ -290,13 +290,27 @@ def test_kubectl_forbidden(restricted, kubectl_for):
 
 def test_kubectl_unauthorized(server, tmp_path):
     kubeconfig = tmp_path / "bad-kubeconfig"
-    from tests.kubeapi import write_kubeconfig
     write_kubeconfig(kubeconfig, [KubeconfigContext("bad", server.url, server.ca_pem, "nope")])
     proc = _kubectl(PREFERRED_KUBECTL, kubeconfig, tmp_path / "home").run("get", "svc")
     assert proc.returncode == 1
     assert "You must be logged in to the server" in proc.stderr
     assert {r.status for r in server.requests} == {401}
     assert {r.user for r in server.requests} == {None}
+
+
+def test_sdk_dispatcher_picks_kubectl_by_server_version(serve, tmp_path):
+    # /usr/bin/kubectl in the Cloud SDK GETs /version first and runs the
+    # kubectl matching the server's minor version, so /version must parse.
+    dispatcher = Path("/usr/bin/kubectl")
+    if not (dispatcher.resolve().parent == SDK_BIN and find_kubectl("1.28")):
+        pytest.skip("needs the Cloud SDK kubectl dispatcher and its kubectl.1.28")
+    srv = serve(git_version="v1.28.5")
+    kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+    out = Kubectl(dispatcher, kubeconfig, tmp_path / "home").ok("get", "ns", "-o", "name")
+    assert out.split()[0] == "namespace/default"
+    agents = [r.user_agent.split(" ")[0] for r in srv.requests]
+    assert agents[0] == "kubectl-dispatcher/v1.0" and srv.requests[0].path == "/version"
+    assert agents[-1].startswith("kubectl/v1.28.")
 
 
 def test_kubeconfig_with_several_contexts(serve, kubectl_for, connect, tmp_path):
@@ -474,7 +488,6 @@ def test_dynamic_client_uses_legacy_discovery(server, connect):
 
 def test_python_client_unauthorized(serve, connect, tmp_path):
     srv = serve(token="the-real-token")
-    from tests.kubeapi import write_kubeconfig
     path = write_kubeconfig(tmp_path / "wrong", [
         KubeconfigContext("wrong", srv.url, srv.ca_pem, "not-the-token")])
     with pytest.raises(client.ApiException) as exc:
@@ -800,11 +813,21 @@ def test_extra_registrations(serve):
     assert [i["metadata"]["name"] for i in gws["items"]] == ["public"]
 
 
-def test_unserved_crd_version(serve):
+def test_unserved_crd_versions_and_unestablished_crds(serve):
     crd = make_crd("example.com", "Widget", "widgets", ["v1", "v1beta1"], served=["v1"])
-    srv = serve(snapshot=[crd])
+    gadget = make_crd("example.com", "Gadget", "gadgets", ["v1"])
+    gadget["status"]["conditions"][1].update(status="False", reason="Installing")
+    legacy = {"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "CustomResourceDefinition",
+              "metadata": {"name": "gizmos.example.com"},
+              "spec": {"group": "example.com", "version": "v1alpha1", "scope": "Namespaced",
+                       "names": {"plural": "gizmos", "kind": "Gizmo"}}}
+    srv = serve(snapshot=[crd, gadget, legacy])
     assert raw(srv, "/apis/example.com/v1/widgets")[0] == 200
     assert raw(srv, "/apis/example.com/v1beta1/widgets")[0] == 404
+    assert raw(srv, "/apis/example.com/v1/gadgets")[0] == 404  # not Established
+    assert raw(srv, "/apis/example.com/v1alpha1/namespaces/x/gizmos")[0] == 200
+    assert [g["preferredVersion"]["version"] for g in raw_json(srv, "/apis")["groups"]
+            if g["name"] == "example.com"] == ["v1"]
 
 
 def test_snapshot_formats_and_validation(serve, snapshot):

@@ -19,6 +19,10 @@ LAZY_COMMANDS: dict[str, str] = {
     "scan": "auditor.cli.scan:scan",
     "rules": "auditor.cli.rules_cmd:rules",
     "explain": "auditor.cli.rules_cmd:explain",
+    "diff": "auditor.cli.diff_cmd:diff",
+    "live": "auditor.cli.live:live",
+    "snapshot": "auditor.cli.live:snapshot",
+    "rbac": "auditor.cli.live:rbac",
 }
 DEFAULT_COMMAND = "scan"
 

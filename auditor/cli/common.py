@@ -29,6 +29,7 @@ class AuditOptions:
     skip_rules: tuple[str, ...]
     as_of: dt.date | None
     color: bool | None
+    baseline_file: str | None = None
 
 
 def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -64,6 +65,9 @@ def audit_options(command: Callable) -> Callable:
                      help="Judge exception expiry as of DATE (YYYY-MM-DD; default: today, UTC)."),
         click.option("--color/--no-color", default=None,
                      help="Colour the text report (default: only on a terminal, never with NO_COLOR)."),
+        click.option("--baseline", "baseline_file", metavar="PREVIOUS.json", type=click.Path(dir_okay=False),
+                     help="A previous JSON report: its findings no longer fail the run, only new ones do; "
+                          "fixed ones are reported."),
     ]
 
     @functools.wraps(command)
@@ -80,6 +84,7 @@ def audit_options(command: Callable) -> Callable:
             skip_rules=kwargs.pop("skip_rules"),
             as_of=kwargs.pop("as_of"),
             color=kwargs.pop("color"),
+            baseline_file=kwargs.pop("baseline_file"),
         )
         return command(options=options, **kwargs)
 
@@ -95,6 +100,7 @@ class Prepared:
     rule_set: Any
     exceptions: Any
     posture: Any
+    baseline: Any = None  # the --baseline report (a dict), validated before any input is read
 
 
 def prepare(options: AuditOptions) -> Prepared:
@@ -104,7 +110,12 @@ def prepare(options: AuditOptions) -> Prepared:
     exceptions = exceptions_list.load(options.exceptions_file or exceptions_list.default_path())
     exceptions.check_rules(registry.load_rules().ids)
     posture_config = posture.load(options.posture_file or posture.default_path())
-    return Prepared(rule_set, exceptions, posture_config)
+    baseline_report = None
+    if options.baseline_file:
+        from auditor.baseline import load_report
+
+        baseline_report = load_report(options.baseline_file, "baseline")
+    return Prepared(rule_set, exceptions, posture_config, baseline_report)
 
 
 def use_colour(options: AuditOptions) -> bool:
@@ -130,14 +141,13 @@ def render_all(result: Any, options: AuditOptions) -> tuple[str, dict[str, str]]
     return stdout_text, files
 
 
-def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
-    """Run the rules, write the reports, and return the exit code."""
+def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
+    """Run the rules over `snapshot`: the `AuditResult`, before any baseline or report."""
     from auditor import engine
     from auditor.model import Severity
-    from auditor.report.output import write_atomically
 
     as_of = options.as_of or dt.datetime.now(dt.timezone.utc).date()
-    result = engine.run(
+    return engine.run(
         snapshot,
         prepared.rule_set,
         prepared.exceptions,
@@ -146,9 +156,24 @@ def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
         fail_on=Severity(options.fail_on),
         require_complete=options.require_complete,
     )
+
+
+def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
+    """Apply --baseline, write the reports, and return the exit code."""
+    from auditor.report.output import write_atomically
+
+    if prepared.baseline is not None and options.baseline_file:
+        from auditor import baseline
+
+        result = baseline.apply(result, prepared.baseline, options.baseline_file)
     stdout_text, files = render_all(result, options)
     for path, text in files.items():
         write_atomically(path, text)
     # click strips ANSI codes when stdout is not a terminal; --color forces them.
     click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
     return result.exit_code
+
+
+def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
+    """Run the rules, write the reports, and return the exit code."""
+    return report(evaluate(snapshot, prepared, options), prepared, options)

@@ -13,6 +13,9 @@ FORMATS: dict[str, str] = {
     "text": "auditor.report.text:render",
     "json": "auditor.report.json_report:render",
     "junit": "auditor.report.junit:render",
+    "sarif": "auditor.report.sarif:render",
+    "markdown": "auditor.report.markdown:render",
+    "prometheus": "auditor.report.prometheus:render",
 }
 
 

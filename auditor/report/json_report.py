@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from auditor import TOOL_NAME, __version__
+from auditor.baseline import baseline_of
 from auditor.engine import AuditResult, RuleResult
 from auditor.model import Finding, ObjectRef
 
@@ -70,7 +71,13 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         }
         if cluster.label:
             target["cluster"]["label"] = cluster.label
-    return {
+    if snapshot.clusters:  # fleet: each cluster, with its own outcome (ClusterInfo.extra)
+        target["clusters"] = [
+            {"context": c.context, "server": c.server, "version": c.version, "fingerprint": c.fingerprint,
+             **({"label": c.label} if c.label else {}), **c.extra}
+            for c in snapshot.clusters
+        ]
+    out = {
         "reportVersion": REPORT_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
         "asOf": result.as_of.isoformat(),
@@ -97,6 +104,12 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         "ignoredDocuments": len(snapshot.ignored),
         "notes": list(result.notes),
     }
+    baseline = baseline_of(result)
+    if baseline is not None:  # --baseline: each finding new or unchanged, and what the baseline had that is gone
+        for entry, finding in zip(out["findings"], result.findings):
+            entry["baseline"] = baseline.state(finding)
+        out["baseline"] = baseline.to_json()
+    return out
 
 
 def render(result: AuditResult) -> str:

@@ -11,6 +11,7 @@ dropped.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from junit_xml import TestCase, TestSuite
@@ -60,6 +61,23 @@ def _suite(rule: RuleResult) -> TestSuite:
     return TestSuite(rule.id, cases)
 
 
+# Characters XML 1.0 cannot carry, even escaped (control characters, lone
+# surrogates, U+FFFE/U+FFFF). Offline input can put them in object names and
+# messages; they are replaced so the report stays well-formed.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str | None) -> str | None:
+    return _NOT_XML.sub("\ufffd", text) if text else text
+
+
+def _sanitize(element: ET.Element) -> None:
+    for node in element.iter():
+        node.text, node.tail = _xml_safe(node.text), _xml_safe(node.tail)
+        for key, value in node.attrib.items():
+            node.attrib[key] = _xml_safe(value)  # type: ignore[assignment]
+
+
 def render(result: AuditResult) -> str:
     root = ET.Element("testsuites", {"name": "cilium-exposure-audit"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
@@ -74,5 +92,6 @@ def render(result: AuditResult) -> str:
         root.append(suite)
     for key, value in totals.items():
         root.set(key, str(value))
+    _sanitize(root)
     ET.indent(root, space="  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

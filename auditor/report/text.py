@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from auditor.baseline import UNCHANGED, Baseline, baseline_of
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import FindingStatus, RuleStatus
@@ -30,12 +31,18 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _rule_table(result: RuleResult, style: _Style) -> list[str]:
+def _rule_table(result: RuleResult, style: _Style, baseline: Baseline | None = None) -> list[str]:
     rows = []
     for finding in result.findings:
         if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
             status = style("excepted", "yellow")
             message = f"{finding.message} [excepted by {finding.exception.name}: {finding.exception.reason}]"
+        elif baseline is not None and baseline.state(finding) == UNCHANGED:
+            status = style("failed (baseline)", "yellow")
+            message = finding.message
+        elif baseline is not None:
+            status = style("failed (new)", "red")
+            message = finding.message
         else:
             status = style("failed", "red")
             message = finding.message
@@ -52,8 +59,30 @@ def _rule_table(result: RuleResult, style: _Style) -> list[str]:
     return ["  " + line for line in table.splitlines()]
 
 
+def _baseline_lines(baseline: Baseline, style: _Style) -> list[str]:
+    counts = baseline.counts()
+    when = f" of {baseline.report['asOf']}" if baseline.report.get("asOf") else ""
+    lines = [
+        "",
+        style(f"Baseline {baseline.path}{when}: {counts['new']} new, {counts['unchanged']} unchanged, "
+              f"{counts['fixed']} fixed" + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""), "bold"),
+    ]
+    for entry in baseline.comparison.fixed:
+        lines.append(f"  {style('fixed', 'green')} {entry['rule']} {_entry_target(entry)}")
+    for entry in baseline.comparison.unverified:
+        lines.append(f"  {style('not rechecked', 'yellow')} {entry['rule']} {_entry_target(entry)} (the rule reached no verdict this time)")
+    return lines
+
+
+def _entry_target(entry: dict) -> str:
+    obj = entry["object"]
+    display = f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace") else f"{obj['kind']}/{obj['name']}"
+    return f"{entry['cluster']}: {display}" if entry.get("cluster") else display
+
+
 def render(result: AuditResult, color: bool = False) -> str:
     style = _Style(color)
+    baseline = baseline_of(result)
     lines: list[str] = []
     snapshot = result.snapshot
     target = ", ".join(snapshot.inputs) or "(no input)"
@@ -62,6 +91,12 @@ def render(result: AuditResult, color: bool = False) -> str:
         target = (
             f"cluster {cluster.label or cluster.context or '?'} ({cluster.server}, Kubernetes {cluster.version}, "
             f"fingerprint {cluster.fingerprint})"
+        )
+    elif snapshot.mode == "fleet" and snapshot.clusters:
+        target = f"{_plural(len(snapshot.clusters), 'cluster')}: " + "; ".join(
+            f"{c.label or c.context} ({c.extra['error']})" if c.extra.get("error") else
+            f"{c.label or c.context} ({c.server}, Kubernetes {c.version}, fingerprint {c.fingerprint})"
+            for c in snapshot.clusters
         )
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines.append(style(f"Audit of {target}: {_plural(len(snapshot), 'object')}{ignored}", "bold"))
@@ -74,7 +109,7 @@ def render(result: AuditResult, color: bool = False) -> str:
             continue
         label = style("FAILED", "red") if rule_result.status is RuleStatus.FAILED else style("EXCEPTED", "yellow")
         lines.append(f"{label} {style(rule_result.id, 'bold')} ({rule_result.severity.value}): {rule_result.title}")
-        lines.extend(_rule_table(rule_result, style))
+        lines.extend(_rule_table(rule_result, style, baseline))
         if rule_result.status is RuleStatus.FAILED and rule_result.rule is not None:
             lines.append(f"  fix: {rule_result.rule.remediation}")
         lines.append("")
@@ -98,6 +133,8 @@ def render(result: AuditResult, color: bool = False) -> str:
     if remarks:
         lines.append("")
         lines.extend(style(f"note: {remark}", "yellow") for remark in remarks)
+    if baseline is not None:
+        lines.extend(_baseline_lines(baseline, style))
 
     summary = result.summary()
     parts = [
@@ -117,9 +154,10 @@ def render(result: AuditResult, color: bool = False) -> str:
 def _verdict(result: AuditResult, style: _Style) -> str:
     if result.incomplete_gate:
         return style("Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red")
+    new = "new " if baseline_of(result) is not None else ""
     if result.failing:
         return style(
-            f"Verdict: FAIL ({_plural(len(result.failing), 'finding')} at or above {result.fail_on.value}; exit 1)", "red"
+            f"Verdict: FAIL ({_plural(len(result.failing), new + 'finding')} at or above {result.fail_on.value}; exit 1)", "red"
         )
     if not result.complete:
         return style("Verdict: PASS on what could be checked (some rules did not run; --require-complete makes that fail)", "yellow")

@@ -8,11 +8,12 @@ raised from the command line.
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, NoReturn
 
 from auditor.errors import InputError
 from auditor.model import IgnoredDocument, K8sObject, Source
@@ -93,19 +94,59 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, Ignore
 # --- reading one file ---------------------------------------------------------
 
 
+_CHUNK = 1024 * 1024
+
+
+def _is_regular(stream: BinaryIO) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, AttributeError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return False
+
+
 def _read_bytes(stream: BinaryIO, name: str, limit: int) -> bytes:
-    data = stream.read(limit + 1)
+    if _is_regular(stream):
+        data = stream.read(limit + 1)
+    else:
+        # A pipe or a device (/dev/zero, a FIFO, standard input) has no size to
+        # check first: read it in chunks, and refuse binary data at its first
+        # chunk rather than after `limit` bytes of it.
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = stream.read(min(_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            if b"\x00" in chunk:
+                _refuse_binary(b"".join(chunks[:1]) + chunk, name)
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     if len(data) > limit:
         raise InputError(f"{name}: larger than the {limit:,}-byte limit (see --max-file-bytes)")
     return data
 
 
-def _read_file(path: str, limits: ReadLimits) -> bytes:
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _read_file(path: str, limits: ReadLimits, explicit: bool = True) -> bytes:
+    # A file named on the command line may be a pipe (`audit <(kubectl ...)`);
+    # one found in a folder must be a regular file: opened without blocking,
+    # a FIFO in a checked-out repository cannot hang the walk.
+    flags = os.O_RDONLY if explicit else os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(path, "rb") as stream:
+        with open(os.open(path, flags), "rb") as stream:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise InputError(f"{path}: is a folder")
+            if not explicit and not stat.S_ISREG(info.st_mode):
+                raise InputError(f"{path}: {_file_type(info.st_mode)}, not a regular file (only regular files are read in a folder)")
             if stat.S_ISREG(info.st_mode) and info.st_size > limits.max_file_bytes:
                 raise InputError(
                     f"{path}: {info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit (see --max-file-bytes)"
@@ -115,9 +156,16 @@ def _read_file(path: str, limits: ReadLimits) -> bytes:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
+def _refuse_binary(data: bytes, name: str) -> NoReturn:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # What Windows PowerShell's `>` writes: say so rather than "binary".
+        raise InputError(f"{name}: UTF-16 text, not UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)")
+    raise InputError(f"{name}: binary file (contains NUL bytes), not YAML or JSON")
+
+
 def _decode(data: bytes, name: str) -> str:
     if b"\x00" in data:
-        raise InputError(f"{name}: binary file (contains NUL bytes), not YAML or JSON")
+        _refuse_binary(data, name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -215,7 +263,13 @@ def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, boo
         elif os.path.exists(path) or os.path.islink(path):
             yield path, True, None
         else:
-            raise InputError(f"{path}: no such file or folder")
+            try:
+                os.lstat(path)  # why it cannot be seen: absent, or a folder on the way is not searchable
+            except (FileNotFoundError, NotADirectoryError):
+                raise InputError(f"{path}: no such file or folder") from None
+            except OSError as error:
+                raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+            raise InputError(f"{path}: no such file or folder")  # pragma: no cover - vanished meanwhile
 
 
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None) -> Snapshot:
@@ -233,11 +287,11 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
             stream = stdin if stdin is not None else sys.stdin.buffer
             _read_one(out, STDIN_NAME, _read_bytes(stream, STDIN_NAME, limits.max_file_bytes), limits, True)
         else:
-            _read_one(out, path, _read_file(path, limits), limits, explicit)
-    if not out.objects:
-        detail = f" ({len(out.ignored)} documents ignored: not Kubernetes objects)" if out.ignored else ""
-        raise InputError(f"{', '.join(paths)}: no Kubernetes objects found{detail}")
+            _read_one(out, path, _read_file(path, limits, explicit), limits, explicit)
     inputs = [STDIN_NAME if p == STDIN else p for p in paths]
+    if not out.objects and out.header is None:  # an empty snapshot is a valid one: its kinds were listed empty
+        detail = f" ({len(out.ignored)} documents ignored: not Kubernetes objects)" if out.ignored else ""
+        raise InputError(f"{', '.join(inputs)}: no Kubernetes objects found{detail}")
     if out.header is not None:
         if len(paths) > 1:
             raise InputError(f"{out.header.path}: a snapshot must be audited on its own, not with other input")

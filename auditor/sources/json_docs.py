@@ -9,6 +9,7 @@ decoding does.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,9 @@ def _decode_at(text: str, index: int) -> tuple[Any, int]:
         raise JSONInputError(f"duplicate key {error.args[0]!r}", _line_at(text, index)) from None
     except json.JSONDecodeError as error:
         raise JSONInputError(f"invalid JSON: {error.msg}", error.lineno) from None
+    except ValueError:
+        # int() refuses more than sys.get_int_max_str_digits() (4,300) digits.
+        raise JSONInputError("invalid JSON: integer too large", _line_at(text, index)) from None
     except RecursionError:
         raise JSONInputError("document nested too deeply", _line_at(text, index)) from None
 
@@ -84,11 +88,16 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict, list
     line, line_pos = 1, 0
     if index < len(text) and text[index] == "}":
         return {}, [], index + 1
+    seen: set[str] = set()
     while True:
         index = _skip_ws(text, index)
+        key_index = index
         key, index = _decode_at(text, index)
         if not isinstance(key, str):
             raise JSONInputError("invalid JSON: object key is not a string", _line_at(text, index))
+        if key in seen:
+            raise JSONInputError(f"duplicate key {key!r}", _line_at(text, key_index))
+        seen.add(key)
         index = _expect(text, index, ":")
         index = _skip_ws(text, index)
         if key == "items" and text.startswith("[", index):
@@ -126,6 +135,43 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict, list
         raise JSONInputError(f"duplicate key {error.args[0]!r}", 1) from None
 
 
+# `\ud800`-`\udfff` escapes: JSON can spell a lone UTF-16 surrogate, which is
+# not Unicode text (it cannot be written out as UTF-8); Go's decoder would
+# replace it, here the input is refused.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """The first string in `data` holding a lone surrogate (pairs were decoded into one character)."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return value
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def _refuse_lone_surrogates(text: str, data: Any) -> None:
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    found = _lone_surrogate(data)
+    if found is None:
+        return
+    code = ord(_SURROGATE.search(found).group())  # type: ignore[union-attr]
+    escape = re.search(rf"\\u{code:04x}", text, re.IGNORECASE)
+    raise JSONInputError(
+        f"invalid JSON: string holds a lone UTF-16 surrogate \\u{code:04x} (not Unicode text)",
+        _line_at(text, escape.start()) if escape else None,
+    )
+
+
 def load_json(text: str) -> JsonDocument:
     """Parse one JSON document; for an object with `items`, keep their lines."""
     start = _skip_ws(text, 0)
@@ -139,4 +185,5 @@ def load_json(text: str) -> JsonDocument:
     end = _skip_ws(text, end)
     if end != len(text):
         raise JSONInputError("invalid JSON: extra data after the document", _line_at(text, end))
+    _refuse_lone_surrogates(text, data)
     return JsonDocument(data, _line_at(text, start), item_lines)

@@ -74,10 +74,11 @@ def parse(document: dict, path: str) -> SnapshotHeader | None:
     if not isinstance(raw_kinds, dict):
         raise _bad(path, "kinds must be a mapping")
     for gk, entry in raw_kinds.items():
-        if not isinstance(entry, dict) or entry.get("state") not in _STATES:
+        state = entry.get("state") if isinstance(entry, dict) else None
+        if not isinstance(state, str) or state not in _STATES:  # a list or a mapping is not hashable
             raise _bad(path, f"kinds.{gk}: state must be one of {', '.join(sorted(_STATES))}")
         reason = entry.get("reason", "")
-        kinds[str(gk)] = Coverage(_STATES[entry["state"]], reason if isinstance(reason, str) else "")
+        kinds[str(gk)] = Coverage(_STATES[state], reason if isinstance(reason, str) else "")
     served: dict[str, list[str]] = {}
     raw_served = header.get("servedVersions", {})
     if not isinstance(raw_served, dict):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import yaml
+from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 try:  # libyaml is an optional part of PyYAML; fall back to the pure-Python parser.
@@ -37,9 +38,14 @@ DEFAULT_MAX_ALIAS_EXPANSION = 100_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # An anchor is `&name` at the start of a node: after a space, a flow
-# indicator or at the start of a line. False positives (`a && b` in a shell
-# command) only cost the expansion walk, never correctness.
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s&]", re.MULTILINE)
+# indicator, the `:` of a JSON-like key in flow style (`{"a":&x [..]}`), a
+# byte-order mark, or at the start of a line. False positives (`a && b` in a
+# shell command) only cost the expansion walk, never correctness.
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:\ufeff])&[^\s&]", re.MULTILINE)
+# Integers beyond what `str()` converts (sys.get_int_max_str_digits, 4,300
+# digits) would crash whatever prints them; Kubernetes fields are 64-bit.
+_MAX_INT_CHARS = 4_300
+_MAX_INT_BITS = 14_000  # fewer than 4,300 decimal digits
 
 
 class YAMLInputError(ValueError):
@@ -67,6 +73,26 @@ def _construct_plain_string(loader: _Loader, node: ScalarNode) -> str:
     return loader.construct_scalar(node)
 
 
+def _checked_scalar(what: str, construct):
+    """Wrap a scalar constructor so a malformed value (`!!bool maybe`, `!!int 0x`)
+    or a huge integer is a `ConstructorError` with its line, not a crash."""
+
+    def checked(loader: _Loader, node: Node):
+        value = node.value
+        if isinstance(value, str) and what == "integer" and len(value) > _MAX_INT_CHARS:
+            raise ConstructorError(None, None, f"integer too large ({len(value):,} characters)", node.start_mark)
+        try:
+            result = construct(loader, node)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError):
+            shown = value if isinstance(value, str) and len(value) <= 40 else f"{str(value)[:40]}..."
+            raise ConstructorError(None, None, f"invalid {what} {shown!r}", node.start_mark) from None
+        if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > _MAX_INT_BITS:
+            raise ConstructorError(None, None, "integer too large", node.start_mark)
+        return result
+
+    return checked
+
+
 def _construct_set_as_mapping(loader: _Loader, node: MappingNode) -> dict:
     return {key: None for key in loader.construct_mapping(node)}
 
@@ -74,6 +100,10 @@ def _construct_set_as_mapping(loader: _Loader, node: MappingNode) -> dict:
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_plain_string)
 _Loader.add_constructor("tag:yaml.org,2002:binary", _construct_plain_string)
 _Loader.add_constructor("tag:yaml.org,2002:set", _construct_set_as_mapping)
+for _tag, _what in (("int", "integer"), ("float", "float"), ("bool", "boolean")):
+    _Loader.add_constructor(
+        f"tag:yaml.org,2002:{_tag}", _checked_scalar(_what, _Loader.yaml_constructors[f"tag:yaml.org,2002:{_tag}"])
+    )
 
 
 def _raise_on_duplicate(pairs: list[tuple[Node, Node]]) -> None:
@@ -183,7 +213,13 @@ def iter_documents(
                 _check_alias_expansion(root, max_alias_expansion)
             line = root.start_mark.line + 1
             item_lines = _items_lines(root)
-            data = loader.construct_document(root)
+            try:
+                data = loader.construct_document(root)
+            except YAMLInputError:  # a duplicate key
+                raise
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as error:
+                # A constructor PyYAML did not guard; the scalar ones are wrapped above.
+                raise YAMLInputError(f"invalid YAML: cannot construct a value ({type(error).__name__})", line) from None
             if data is None:  # an empty document (`---` followed by nothing)
                 continue
             yield YamlDocument(data, line, item_lines)

@@ -247,12 +247,11 @@ class ApiCore:
         choice = negotiate(accept, "list")
         if choice is None:
             raise not_acceptable(accept or "")
+        label_text, field_text = _first(query, "labelSelector"), _first(query, "fieldSelector")
         try:
-            labels = parse_label_selector(_first(query, "labelSelector") or "") \
-                if _first(query, "labelSelector") else None
-            fields = None
-            if _first(query, "fieldSelector"):
-                fields = parse_field_selector(_first(query, "fieldSelector") or "")
+            labels = parse_label_selector(label_text) if label_text else None
+            fields = parse_field_selector(field_text) if field_text else None
+            if fields is not None:
                 check_fields(fields, rtype.group, rtype.plural)
         except SelectorError as exc:
             raise bad_request(str(exc)) from None

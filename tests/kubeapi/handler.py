@@ -139,11 +139,14 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         path = unquote(split.path) or "/"
         query = parse_qs(split.query, keep_blank_values=True)
         user_name: str | None = None
+        if self.command not in ("GET", "HEAD"):
+            # Consume the body whatever we answer, so the keep-alive
+            # connection stays in sync for the client's next request.
+            self._discard_body()
         try:
             user = self._authenticate()
             user_name = user.name
             if self.command not in ("GET", "HEAD"):
-                self._discard_body()
                 raise status.method_not_allowed()
             info = parse_request_info(path, query)
             self._apply_fault(info, query)

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 SDK_BIN = Path("/usr/lib/google-cloud-sdk/bin")
 
@@ -65,6 +64,3 @@ def kubectl_for(version: str, kubeconfig: Path, home: Path) -> Kubectl | None:
     binary = find_kubectl(version)
     return None if binary is None else Kubectl(binary, kubeconfig, home)
 
-
-def available_versions(versions: Sequence[str]) -> list[str]:
-    return [v for v in versions if find_kubectl(v) is not None]

@@ -182,7 +182,16 @@ def resource_type_from_crd(crd: Mapping) -> ResourceType | None:
     """
     spec = crd["spec"]
     names = spec["names"]
-    served = [v for v in spec.get("versions", ()) if v.get("served", True)]
+    versions = list(spec.get("versions") or ())
+    if not versions and spec.get("version"):
+        # apiextensions.k8s.io/v1beta1 (clusters before 1.22): one version,
+        # printer columns at spec level with a `JSONPath` key.
+        cols = [{**c, "jsonPath": c.get("jsonPath") or c.get("JSONPath", "")}
+                for c in spec.get("additionalPrinterColumns") or ()]
+        versions = [{"name": spec["version"], "served": True, "storage": True,
+                     "subresources": spec.get("subresources") or {},
+                     "additionalPrinterColumns": cols}]
+    served = [v for v in versions if v.get("served", True)]
     if not served:
         return None
     served.sort(key=lambda v: version_priority(v["name"]))

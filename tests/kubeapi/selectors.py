@@ -218,6 +218,11 @@ EXTRA_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): ("spec.nodeName", "spec.serviceAccountName", "status.phase", "status.podIP"),
     ("", "namespaces"): ("status.phase",),
     ("", "nodes"): ("spec.unschedulable",),
+    # kubectl describe lists an object's events by these.
+    ("", "events"): ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                     "involvedObject.uid", "involvedObject.apiVersion",
+                     "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+                     "reportingComponent", "source", "type"),
 }
 
 

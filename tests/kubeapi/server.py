@@ -16,7 +16,8 @@ import socketserver
 import ssl
 import tempfile
 import threading
-from dataclasses import dataclass, field
+import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.server import HTTPServer
 from pathlib import Path
@@ -139,7 +140,6 @@ class _ThreadingTLSServer(socketserver.ThreadingMixIn, HTTPServer):
                 self._conn_threads.discard(threading.current_thread())
 
     def handle_error(self, request: object, client_address: object) -> None:
-        import traceback
         self.app.record_error(traceback.format_exc())
 
     def close_connections(self, timeout: float) -> list[str]:
@@ -159,10 +159,20 @@ class _ThreadingTLSServer(socketserver.ThreadingMixIn, HTTPServer):
         return [t.name for t in threads if t.is_alive()]
 
 
+def _established(crd: Mapping) -> bool:
+    """A CRD is served once Established; a hand-written CRD without status
+    counts as established, one whose Established condition is not True
+    (e.g. a names conflict) does not."""
+    for cond in (crd.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Established":
+            return cond.get("status") == "True"
+    return True
+
+
 def _crd_registrations(objects: Iterable[Mapping]) -> list[ResourceType]:
     out = []
     for obj in objects:
-        if obj.get("kind") == "CustomResourceDefinition" and \
+        if obj.get("kind") == "CustomResourceDefinition" and _established(obj) and \
                 str(obj.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
             rtype = resource_type_from_crd(obj)
             if rtype is not None:
@@ -227,21 +237,21 @@ class KubeApiServer:
                             aggregated_discovery, clock, lambda: f"{self._host}:{self.port}")
         self._httpd: _ThreadingTLSServer | None = None
         self._thread: threading.Thread | None = None
-        self._tmp: tempfile.TemporaryDirectory | None = None
         self.pki = make_pki()
 
     # -- lifecycle ----------------------------------------------------------
     def start(self) -> "KubeApiServer":
         if self._httpd is not None:
             return self
-        self._tmp = tempfile.TemporaryDirectory(prefix="kubeapi-")
-        cert, key = Path(self._tmp.name, "tls.crt"), Path(self._tmp.name, "tls.key")
-        cert.write_bytes(self.pki.cert_pem)
-        key.write_bytes(self.pki.key_pem)
-        os.chmod(key, 0o600)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.load_cert_chain(cert, key)
+        # load_cert_chain only reads files; they are not needed afterwards.
+        with tempfile.TemporaryDirectory(prefix="kubeapi-") as tmp:
+            cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
+            cert.write_bytes(self.pki.cert_pem)
+            key.touch(mode=0o600)
+            key.write_bytes(self.pki.key_pem)
+            ctx.load_cert_chain(cert, key)
         # No h2: Go clients then speak HTTP/1.1, which is all we implement.
         ctx.set_alpn_protocols(["http/1.1"])
         self._httpd = _ThreadingTLSServer((self._host, 0), self, ctx)
@@ -260,9 +270,6 @@ class KubeApiServer:
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout)
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
         if stuck:
             raise RuntimeError(f"kubeapi server threads did not stop: {stuck}")
 

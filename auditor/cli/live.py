@@ -1,0 +1,217 @@
+"""`audit live`, `audit snapshot`, `audit rbac`: reading running clusters (docs/live.md).
+
+The kubernetes client is imported only inside these commands' bodies, when
+they run (`auditor.sources.live`), never at start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable
+
+import click
+
+from auditor.cli.common import AuditOptions, audit_options, evaluate, prepare, report
+from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _parse_timeout(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
+    """kubectl's --request-timeout: `30s`, `1m`, `500ms`, a plain number of seconds; 0 = no timeout."""
+    match = _DURATION.match(value.strip())
+    if not match:
+        raise click.BadParameter(f"{value!r} is not a duration (e.g. 30s, 1m, 0 for none)")
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    return seconds or None
+
+
+def cluster_options(fleet: bool) -> Callable:
+    """Options naming the cluster(s) and bounding how they are read."""
+    def decorate(command: Callable) -> Callable:
+        context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
+                        if fleet else "Kubeconfig context to read (default: the current one).")
+        decorators = [
+            click.option("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False),
+                         help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without "
+                              "either, the pod's service account)."),
+            click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
+            click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
+                         metavar="DURATION", help="Connect and read timeout of each request (0: none)."),
+            click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
+                         help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
+                              "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
+            click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
+                         help="Kinds listed at once (per cluster)."),
+            click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
+                         help="Objects per list page (limit/continue; 0: unpaginated)."),
+            click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+                         help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
+        ]
+        if fleet:
+            decorators.append(click.option("--all-contexts", is_flag=True,
+                                           help="Audit every context of the kubeconfig (a fleet)."))
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            contexts = kwargs.pop("contexts")
+            if isinstance(contexts, str):
+                contexts = (contexts,)
+            kwargs["cluster"] = {
+                "kubeconfig": kwargs.pop("kubeconfig"),
+                "contexts": tuple(contexts or ()),
+                "all_contexts": kwargs.pop("all_contexts", False),
+                "timeout": kwargs.pop("request_timeout"),
+                "expect": tuple(v for value in kwargs.pop("expect_cluster") for v in value.split(",") if v.strip()),
+                "concurrency": kwargs.pop("concurrency"),
+                "chunk_size": kwargs.pop("chunk_size"),
+                "max_retries": kwargs.pop("max_retries"),
+            }
+            return command(**kwargs)
+
+        for decorator in reversed(decorators):
+            wrapper = decorator(wrapper)
+        return wrapper
+    return decorate
+
+
+def _targets(cluster: dict, posture: Any):
+    """Resolve the targets, attach posture labels, apply the target guard."""
+    from auditor.sources.live import target as target_module
+
+    if cluster["all_contexts"] and cluster["contexts"]:
+        raise click.UsageError("give --context or --all-contexts, not both")
+    targets = target_module.resolve(cluster["kubeconfig"], cluster["contexts"], cluster["all_contexts"],
+                                    concurrency=cluster["concurrency"])
+    for target in targets:
+        target.label = posture.cluster_label(target.fingerprint)
+    target_module.check_expected(targets, cluster["expect"], posture.cluster_labels)
+    return targets
+
+
+def _read_options(cluster: dict):
+    from auditor.sources.live.client import RetryPolicy
+    from auditor.sources.live.reader import ReadOptions
+
+    return ReadOptions(concurrency=cluster["concurrency"], chunk_size=cluster["chunk_size"],
+                       policy=RetryPolicy(max_retries=cluster["max_retries"], timeout=cluster["timeout"]))
+
+
+def kinds_for(rule_set: Any) -> list[str]:
+    return sorted({gk for rule in rule_set.rules for gk in rule.kinds_read()})
+
+
+@click.command()
+@audit_options
+@cluster_options(fleet=True)
+@click.pass_context
+def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
+    """Audit a running cluster, or several (a fleet), read-only.
+
+    Lists, cluster-wide, exactly the kinds the selected rules read (Secrets
+    as metadata only) and always behaves as --require-complete: a kind that
+    could not be read (forbidden, timed out, 5xx after retries) makes the
+    rules reading it report an error naming the resource and HTTP status, and
+    the run exits 3. A kind whose CRD is not installed is "not served": there
+    are none, and that is a pass. Every report names the context, API server,
+    Kubernetes version and the cluster's fingerprint.
+    """
+    from auditor.sources.live.progress import Progress
+
+    options.require_complete = True
+    prepared = prepare(options)
+    targets = _targets(cluster, prepared.posture)
+    gks = kinds_for(prepared.rule_set)
+    read_options = _read_options(cluster)
+    progress = Progress()
+    if len(targets) == 1 and not cluster["all_contexts"]:
+        from auditor.sources.live.reader import read_cluster
+
+        try:
+            result = read_cluster(targets[0], gks, read_options, progress)
+        finally:
+            progress.close()
+        ctx.exit(report(evaluate(result.snapshot, prepared, options), prepared, options))
+    from auditor.sources.live.fleet import audit_fleet, read_fleet
+
+    try:
+        reads = read_fleet(targets, gks, read_options, progress)
+    finally:
+        progress.close()
+    for read in reads:
+        if read.error:
+            click.echo(f"audit: error: {read.error} (its rules report errors; the others are audited)", err=True)
+    merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
+    ctx.exit(report(merged, prepared, options))
+
+
+@click.command()
+@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the snapshot (- for standard output).")
+@cluster_options(fleet=False)
+@click.option("--posture", "posture_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Posture file, for cluster labels (default: ./audit-posture.yaml if present).")
+@click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Read only what this rule reads (repeatable).")
+@click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Do not read for this rule (repeatable).")
+@click.pass_context
+def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str | None,
+             only_rules: tuple[str, ...], skip_rules: tuple[str, ...]) -> None:
+    """Write what `audit live` reads to FILE, to audit later (`audit FILE`).
+
+    The file is a kubectl-compatible List (kubectl reads it) with an
+    `auditSnapshot` header: context, API server, Kubernetes version,
+    fingerprint, time, the coverage of every kind and the served versions.
+    Secrets are metadata only; no credential is ever written. Exits 3 (after
+    writing the file) when a kind could not be read.
+    """
+    from auditor import posture, registry
+    from auditor.snapshot import CoverageState
+    from auditor.sources.live import dump
+    from auditor.sources.live.progress import Progress
+    from auditor.sources.live.reader import read_cluster
+
+    rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
+    posture_config = posture.load(posture_file or posture.default_path())
+    targets = _targets(cluster, posture_config)
+    progress = Progress()
+    try:
+        result = read_cluster(targets[0], kinds_for(rule_set), _read_options(cluster), progress)
+    finally:
+        progress.close()
+    snap = result.snapshot
+    dump.write(output, snap, dump.now(), result.counts)
+    failed = {gk: c for gk, c in snap.listed.items() if c.state is CoverageState.FAILED}
+    not_served = sum(1 for c in snap.listed.values() if c.state is CoverageState.NOT_SERVED)
+    info = snap.cluster
+    name = f"{info.context}" + (f" ({info.label})" if info.label else "")
+    click.echo(f"audit: wrote {output}: {len(snap):,} objects of {len(snap.listed) - not_served - len(failed)} kinds "
+               f"from {name}, {info.server}, Kubernetes {info.version}, fingerprint {info.fingerprint}; "
+               f"{not_served} kinds not served", err=True)
+    for coverage in failed.values():
+        click.echo(f"audit: error: {coverage.reason}", err=True)
+    ctx.exit(EXIT_INCOMPLETE if failed else EXIT_OK)
+
+
+@click.command()
+@click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Only what this rule reads (repeatable).")
+@click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Leave out what only this rule reads.")
+@click.option("--name", default="cilium-exposure-auditor", show_default=True, help="ServiceAccount/ClusterRole name.")
+@click.option("--namespace", default="cilium-exposure-auditor", show_default=True, help="ServiceAccount namespace.")
+def rbac(only_rules: tuple[str, ...], skip_rules: tuple[str, ...], name: str, namespace: str) -> None:
+    """Print the least-privilege RBAC `audit live` needs (ServiceAccount, ClusterRole, binding).
+
+    Generated from the kinds the selected rules read: `list` on exactly those
+    resources, `get` on CustomResourceDefinitions. docs/rbac.yaml is this
+    output for every built-in rule.
+    """
+    from auditor import registry
+    from auditor.sources.live import rbac as rbac_module
+
+    rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
+    command = "audit rbac" + "".join(f" --rule {r}" for r in only_rules) + "".join(f" --skip-rule {r}" for r in skip_rules)
+    try:
+        text = rbac_module.render(rule_set.rules, name, namespace, command=command)
+    except rbac_module.UnknownKinds as error:
+        raise AuditError(str(error)) from None
+    click.echo(text, nl=False)

@@ -1,0 +1,229 @@
+"""Markdown summary for CI job summaries and merge-request comments.
+
+GitHub-flavoured Markdown (tables, `<details>`), which GitHub's job summary
+($GITHUB_STEP_SUMMARY) and pull-request comments and GitLab's merge-request
+notes all render: the verdict and counts first, then the failing findings
+grouped by rule with the remediation, the excepted findings folded in a
+`<details>` block, the rules that could not run with their reasons, and, with
+`--baseline`, what is new and what was fixed.
+
+Every value that comes from the audited input or the exception list is
+escaped (Markdown punctuation, `|`, HTML), so a hostile manifest cannot add
+links, mentions or table cells to a comment.
+"""
+
+from __future__ import annotations
+
+import re
+
+from auditor.baseline import UNCHANGED, baseline_of
+from auditor.engine import AuditResult
+from auditor.exceptions_list import EntryStatus
+from auditor.model import Finding, FindingStatus, RuleStatus
+
+# ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
+# GitHub, @ a mention, & an entity); escaping it with a backslash is valid
+# CommonMark and renders as the character itself.
+_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&@$])")
+
+
+# Control characters and lone surrogates (hostile input) would garble a
+# comment or fail to encode as UTF-8: each becomes U+FFFD.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def _flat(text: str) -> str:
+    return " ".join(_UNPRINTABLE.sub("\ufffd", str(text)).split())
+
+
+def escape(text: str) -> str:
+    """`text` as literal Markdown inline content, on one line (safe in table cells)."""
+    flat = _flat(text)
+    return _SPECIAL.sub(r"\\\1", flat)
+
+
+def code(text: str) -> str:
+    """`text` as an inline code span (on one line, safe in table cells)."""
+    flat = _flat(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+# GitHub refuses comments over 65,536 characters and job summaries over 1 MiB:
+# long tables are cut, saying how many rows the JSON report has beyond.
+MAX_ROWS = 100
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        lines += ["", f"… and {len(rows) - MAX_ROWS} more (see the JSON report)"]
+    return lines
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _target(finding: Finding) -> str:
+    display = finding.object.display
+    return code(f"{finding.cluster}: {display}" if finding.cluster else display)
+
+
+def _where(finding: Finding) -> str:
+    return code(str(finding.source)) if finding.source is not None else ""
+
+
+def _verdict(result: AuditResult, new: str) -> str:
+    if result.incomplete_gate:
+        return "**Verdict: INCOMPLETE** — some rules could not reach a verdict (exit 3)"
+    if result.failing:
+        return (f"**Verdict: FAIL** — {_plural(len(result.failing), new + 'finding')} at or above "
+                f"`{result.fail_on.value}` (exit 1)")
+    if not result.complete:
+        return "**Verdict: PASS** on what could be checked — some rules did not run (`--require-complete` makes that fail)"
+    return "**Verdict: PASS**"
+
+
+def _target_line(result: AuditResult) -> str:
+    snapshot = result.snapshot
+    if snapshot.cluster is not None and snapshot.mode == "live":
+        cluster = snapshot.cluster
+        name = cluster.label or cluster.context or "?"
+        return f"Cluster {code(name)} (Kubernetes {escape(cluster.version or '?')}), {_plural(len(snapshot), 'object')}"
+    inputs = ", ".join(code(path) for path in snapshot.inputs) or "(no input)"
+    return f"Input {inputs}: {_plural(len(snapshot), 'object')}"
+
+
+def _failed_section(result: AuditResult, baseline) -> list[str]:
+    lines: list[str] = []
+    for rule_result in result.rules:
+        failed = [f for f in rule_result.findings if f.status is FindingStatus.FAILED]
+        if not failed:
+            continue
+        lines += ["", f"#### {code(rule_result.id)} ({rule_result.severity.value}): {escape(rule_result.title)}", ""]
+        headers = ["Object", "Severity", "Message", "Where"]
+        if baseline is not None:
+            headers.append("Baseline")
+        rows = []
+        for finding in failed:
+            row = [_target(finding), finding.severity.value if finding.severity else "", escape(finding.message), _where(finding)]
+            if baseline is not None:
+                row.append("unchanged" if baseline.state(finding) == UNCHANGED else "**new**")
+            rows.append(row)
+        lines += _table(headers, rows)
+        if rule_result.rule is not None:
+            lines += ["", f"**Fix.** {escape(rule_result.rule.remediation)}"]
+    if lines:
+        lines = ["", "### Failed findings"] + lines
+    return lines
+
+
+def _excepted_section(result: AuditResult) -> list[str]:
+    excepted = [f for f in result.findings if f.status is FindingStatus.EXCEPTED]
+    if not excepted:
+        return []
+    rows = [
+        [code(f.rule), _target(f), escape(f.message),
+         code(f.exception.name) if f.exception else "", escape(f.exception.reason) if f.exception else ""]
+        for f in excepted
+    ]
+    return [
+        "",
+        "<details>",
+        f"<summary>{_plural(len(excepted), 'excepted finding')} (accepted drift, named in the exception list)</summary>",
+        "",
+        *_table(["Rule", "Object", "Message", "Exception", "Reason"], rows),
+        "",
+        "</details>",
+    ]
+
+
+def _unfinished_section(result: AuditResult) -> list[str]:
+    unfinished = [r for r in result.rules if r.status in (RuleStatus.NOT_RUN, RuleStatus.ERROR)]
+    if not unfinished:
+        return []
+    rows = [[code(r.id), r.status.value, escape(r.reason)] for r in unfinished]
+    return ["", "### Rules without a verdict", "", *_table(["Rule", "Status", "Reason"], rows)]
+
+
+def _exceptions_section(result: AuditResult) -> list[str]:
+    items = []
+    for usage in result.exceptions:
+        if usage.status is EntryStatus.EXPIRED:
+            items.append(f"- {code(usage.entry.name)} expired on {usage.entry.expires} and no longer applies"
+                         f" ({_plural(usage.matched, 'finding')} it would cover)")
+        elif usage.status is EntryStatus.UNUSED:
+            items.append(f"- {code(usage.entry.name)} matched nothing (stale? remove it)")
+    return ["", "### Exception list", "", *items] if items else []
+
+
+def _entry_target(entry: dict) -> str:
+    obj = entry["object"]
+    display = f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace") else f"{obj['kind']}/{obj['name']}"
+    return code(f"{entry['cluster']}: {display}" if entry.get("cluster") else display)
+
+
+def _baseline_section(baseline) -> list[str]:
+    counts = baseline.counts()
+    lines = [
+        "",
+        "### Compared with the baseline",
+        "",
+        f"Baseline {code(baseline.path)} of {escape(baseline.report.get('asOf', '?'))}: "
+        f"**{counts['new']} new**, {counts['unchanged']} unchanged, {counts['fixed']} fixed"
+        + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""),
+    ]
+    if baseline.comparison.fixed:
+        rows = [[code(e["rule"]), _entry_target(e), escape(e.get("message", ""))] for e in baseline.comparison.fixed]
+        lines += ["", "<details>", f"<summary>{_plural(counts['fixed'], 'fixed finding')}</summary>", "",
+                  *_table(["Rule", "Object", "Message (in the baseline)"], rows), "", "</details>"]
+    if baseline.comparison.unverified:
+        rows = [[code(e["rule"]), _entry_target(e)] for e in baseline.comparison.unverified]
+        lines += ["", "<details>",
+                  f"<summary>{_plural(counts['unverified'], 'finding')} not rechecked (the rule reached no verdict)</summary>",
+                  "", *_table(["Rule", "Object"], rows), "", "</details>"]
+    return lines
+
+
+def render(result: AuditResult) -> str:
+    summary = result.summary()
+    baseline = baseline_of(result)
+    lines = [
+        "## Cilium exposure audit",
+        "",
+        _verdict(result, "new " if baseline is not None else ""),
+        "",
+        _target_line(result),
+        "",
+    ]
+    counts = [
+        ["Failing (fails the gate)", str(summary["failing"])],
+        ["Failed findings", str(summary["failed"])],
+        ["Excepted findings", str(summary["excepted"])],
+        ["Rules passed", str(summary["rulesPassed"])],
+        ["Rules failed", str(summary["rulesFailed"])],
+        ["Rules not run", str(summary["rulesNotRun"])],
+        ["Rules in error", str(summary["rulesError"])],
+    ]
+    if baseline is not None:
+        baseline_counts = baseline.counts()
+        counts[1:1] = [["New findings (baseline)", str(baseline_counts["new"])],
+                       ["Fixed findings (baseline)", str(baseline_counts["fixed"])]]
+    lines += _table(["", "Count"], counts)
+    lines += _failed_section(result, baseline)
+    lines += _excepted_section(result)
+    lines += _unfinished_section(result)
+    if baseline is not None:
+        lines += _baseline_section(baseline)
+    lines += _exceptions_section(result)
+    passed = [code(r.id) for r in result.rules if r.status is RuleStatus.PASSED]
+    if passed:
+        lines += ["", f"Passed: {', '.join(passed)}"]
+    for note in result.notes:
+        lines += ["", f"Note: {escape(note)}"]
+    lines += ["", f"<sub>{escape(f'cilium-exposure-auditor, fail-on {result.fail_on.value}, exceptions as of {result.as_of.isoformat()}')}</sub>"]
+    return "\n".join(lines) + "\n"

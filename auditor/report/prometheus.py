@@ -1,0 +1,172 @@
+"""Prometheus text exposition format (0.0.4), for alerting on scheduled audits.
+
+Write it where something exposes it: node-exporter's textfile collector, a
+Pushgateway (`curl --data-binary @audit.prom .../metrics/job/cilium-exposure-audit`),
+or any sidecar serving the file. Metrics (all gauges, prefix `cilium_exposure_audit_`):
+
+- `findings_failed{rule,severity}`, `findings_failing{rule,severity}` (failed and
+  at or above --fail-on, and new when a baseline is applied: what fails the
+  gate) and `findings_excepted{rule,severity}` — a zero series for each rule's
+  own severity, so a fixed rule reads 0 instead of disappearing;
+- `rule_status{rule,status}` — 1 for the rule's verdict (passed, failed,
+  not-run, error), 0 for the other three (a state set);
+- `complete` (1 when every rule reached a verdict), `exit_code`, `objects`,
+  `exceptions{status}`, `info{version}`, `baseline_findings{state}` with a baseline;
+- `last_run_timestamp_seconds` — when the report was rendered (Unix time;
+  `SOURCE_DATE_EPOCH` overrides it). This one metric makes the format the only
+  report that is not byte-for-byte reproducible from the same input.
+
+Every series carries `cluster` when the audit names one (a live audit's
+label or context, or a finding's cluster in a fleet audit).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+
+from auditor import __version__
+from auditor.baseline import baseline_of
+from auditor.engine import AuditResult
+from auditor.exceptions_list import EntryStatus
+from auditor.model import FindingStatus, RuleStatus
+
+PREFIX = "cilium_exposure_audit_"
+
+
+# Control characters and lone surrogates (a kubeconfig context name, a rule id
+# from a plugin) become U+FFFD: the exposition stays UTF-8 and one sample a line.
+_UNPRINTABLE = re.compile("[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
+
+
+def _escape_label(value: str) -> str:
+    value = _UNPRINTABLE.sub("\ufffd", value)
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+class _Exposition:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, help_text: str, samples: list[tuple[dict[str, str], float]]) -> None:
+        full = PREFIX + name
+        self.lines.append(f"# HELP {full} {_escape_help(help_text)}")
+        self.lines.append(f"# TYPE {full} gauge")
+        for labels, value in samples:
+            if labels:
+                rendered = ",".join(f'{key}="{_escape_label(str(val))}"' for key, val in labels.items())
+                self.lines.append(f"{full}{{{rendered}}} {_number(value)}")
+            else:
+                self.lines.append(f"{full} {_number(value)}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _now() -> float:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None:
+        try:
+            return float(int(epoch))
+        except ValueError:
+            pass
+    return time.time()
+
+
+def _default_cluster(result: AuditResult) -> str | None:
+    cluster = result.snapshot.cluster
+    if cluster is None:
+        return None
+    return cluster.label or cluster.context or None
+
+
+def render(result: AuditResult, now: float | None = None) -> str:
+    out = _Exposition()
+    default_cluster = _default_cluster(result)
+    clusters = sorted({f.cluster for f in result.findings if f.cluster} | ({default_cluster} if default_cluster else set()))
+    failing = set(result.failing)
+
+    def with_cluster(labels: dict[str, str], cluster: str | None) -> dict[str, str]:
+        return {**labels, "cluster": cluster} if cluster else labels
+
+    counters = {"failed": Counter(), "failing": Counter(), "excepted": Counter()}
+    series: set[tuple[str, str, str]] = set()
+    for rule in result.rules:
+        for cluster in clusters or [""]:
+            series.add((rule.id, rule.severity.value, cluster))
+        for finding in rule.findings:
+            severity = (finding.severity or rule.severity).value
+            key = (rule.id, severity, finding.cluster or default_cluster or "")
+            series.add(key)
+            if finding.status is FindingStatus.EXCEPTED:
+                counters["excepted"][key] += 1
+            else:
+                counters["failed"][key] += 1
+                if finding in failing:
+                    counters["failing"][key] += 1
+
+    descriptions = {
+        "failed": "Failed (not excepted) findings of the last audit, by rule and severity.",
+        "failing": "Failed findings that fail the gate (at or above --fail-on; new ones only with a baseline).",
+        "excepted": "Findings excepted by a named entry of the exception list, by rule and severity.",
+    }
+    for name in ("failed", "failing", "excepted"):
+        out.family(
+            f"findings_{name}",
+            descriptions[name],
+            [
+                (with_cluster({"rule": rule, "severity": severity}, cluster or None), counters[name][(rule, severity, cluster)])
+                for rule, severity, cluster in sorted(series)
+            ],
+        )
+
+    status_cluster = default_cluster if len(clusters) <= 1 else None
+    out.family(
+        "rule_status",
+        "Verdict of each rule in the last audit: 1 for its status, 0 for the others.",
+        [
+            (with_cluster({"rule": rule.id, "status": status.value}, status_cluster), 1 if rule.status is status else 0)
+            for rule in result.rules
+            for status in RuleStatus
+        ],
+    )
+    base = with_cluster({}, status_cluster)
+    out.family("complete", "1 when every selected rule reached a verdict (passed or failed), else 0.",
+               [(base, 1 if result.complete else 0)])
+    out.family("exit_code", "Exit code of the last audit (0 pass, 1 failing findings, 3 incomplete).",
+               [(base, result.exit_code)])
+    out.family("objects", "Objects the last audit read.", [(base, len(result.snapshot))])
+    usage = Counter(entry.status for entry in result.exceptions)
+    out.family(
+        "exceptions",
+        "Entries of the exception list by status (used, unused, expired, inactive).",
+        [(with_cluster({"status": status.value}, status_cluster), usage[status]) for status in EntryStatus],
+    )
+    baseline = baseline_of(result)
+    if baseline is not None:
+        counts = baseline.counts()
+        out.family(
+            "baseline_findings",
+            "Findings compared with the --baseline report: new, unchanged, fixed, unverified (rule reached no verdict).",
+            [(with_cluster({"state": state}, status_cluster), counts[state]) for state in ("new", "unchanged", "fixed", "unverified")],
+        )
+    out.family("info", "The auditor that produced these metrics.", [(with_cluster({"version": __version__}, status_cluster), 1)])
+    out.family(
+        "last_run_timestamp_seconds",
+        "Unix time the last audit's report was written (SOURCE_DATE_EPOCH overrides it).",
+        [(base, round(_now() if now is None else now, 3))],
+    )
+    return out.text()
+

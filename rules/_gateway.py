@@ -1,0 +1,126 @@
+"""Facts about Gateway API objects that several rules share (pure functions).
+
+Fields are read the way `kubectl get -o json` shows them and every nested
+value goes through as_list/as_mapping/as_str: a hostile `listeners: "x"` must
+not crash a rule.
+"""
+
+from __future__ import annotations
+
+from auditor import kinds
+from auditor.model import K8sObject, as_list, as_mapping, as_str
+from auditor.rule import RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._components import parse_version
+
+# GatewayClass controllerName of Cilium's Gateway API implementation, and the
+# class name its Helm chart creates (docs/cilium-facts.md §5.3).
+CILIUM_CONTROLLER = "io.cilium/gateway-controller"
+CILIUM_DEFAULT_CLASS = "cilium"
+GATEWAY_API_GROUP = "gateway.networking.k8s.io"
+
+ENABLE_KEY = "enable-gateway-api"
+HOST_NETWORK_KEY = "gateway-api-hostnetwork-enabled"
+
+# Annotations that make cert-manager's gateway-shim create the Secrets a
+# Gateway's listeners reference (cert-manager docs, "Annotated Gateway resource").
+CERT_MANAGER_ISSUER_ANNOTATIONS = ("cert-manager.io/cluster-issuer", "cert-manager.io/issuer")
+
+# The first Cilium release whose operator fills in Gateway addresses in
+# hostNetwork mode (the fix for cilium/cilium#42786, PR #46350): the v1.19.6
+# source already has it (quoted in cilium/cilium#47456). Whether 1.19.5 or an
+# earlier 1.19.x has it is not confirmed.
+HOST_NETWORK_ADDRESS_FIX = (1, 19, 6)
+
+
+def class_name(gateway: K8sObject) -> str | None:
+    value = gateway.spec.get("gatewayClassName")
+    return value if isinstance(value, str) and value else None
+
+
+def class_controller(gateway_class: K8sObject) -> str | None:
+    value = gateway_class.spec.get("controllerName")
+    return value if isinstance(value, str) and value else None
+
+
+def gateway_class(snapshot: Snapshot, gateway: K8sObject) -> K8sObject | None:
+    name = class_name(gateway)
+    return snapshot.get(kinds.GATEWAY_CLASS, None, name) if name else None
+
+
+def served_by_cilium(snapshot: Snapshot, gateway: K8sObject) -> bool | None:
+    """Whether Cilium's controller serves this Gateway: True/False, None when the input cannot tell.
+
+    Decided by the GatewayClass's controllerName; a class absent from input
+    that does not list GatewayClasses is judged by name (`cilium`, the class
+    the chart creates), which is a guess, hence None for other names.
+    """
+    found = gateway_class(snapshot, gateway)
+    if found is not None:
+        return class_controller(found) == CILIUM_CONTROLLER
+    if class_name(gateway) == CILIUM_DEFAULT_CLASS:
+        return True
+    return None
+
+
+def listeners(gateway: K8sObject) -> list[tuple[int, dict]]:
+    """(position in spec.listeners, listener) for every listener that is a mapping."""
+    raw = as_list(gateway.spec.get("listeners"))
+    return [(index, listener) for index, listener in enumerate(raw) if isinstance(listener, dict)]
+
+
+def listener_label(listener: dict, index: int) -> str:
+    """`websecure (HTTPS:443)` for messages."""
+    name = as_str(listener.get("name")) or f"#{index + 1}"
+    protocol = as_str(listener.get("protocol")) or "?"
+    port = listener.get("port")
+    return f"{name} ({protocol}:{port})" if isinstance(port, int) else f"{name} ({protocol})"
+
+
+def conditions(obj: K8sObject) -> dict[str, dict]:
+    """`status.conditions` by type (the last one of a type wins)."""
+    out: dict[str, dict] = {}
+    for condition in as_list(obj.status.get("conditions")):
+        condition = as_mapping(condition)
+        kind = condition.get("type")
+        if isinstance(kind, str):
+            out[kind] = condition
+    return out
+
+
+def cert_manager_issuer(gateway: K8sObject) -> str | None:
+    """`cert-manager.io/cluster-issuer=internal-ca` when the Gateway asks cert-manager for certificates."""
+    for key in CERT_MANAGER_ISSUER_ANNOTATIONS:
+        value = gateway.annotations.get(key)
+        if isinstance(value, str) and value:
+            return f"{key}={value}"
+    return None
+
+
+def host_network_mode(ctx: RuleContext) -> tuple[bool, str]:
+    """Whether the Gateway runs in hostNetwork mode, and where that comes from.
+
+    The Cilium configuration decides when the input shows it (absent, the key
+    is off: Helm's gatewayAPI.hostNetwork.enabled defaults to false); otherwise
+    the posture's expectation (gatewayHostNetwork, default true) stands in.
+    """
+    setting = ctx.cilium.get(HOST_NETWORK_KEY)
+    if ctx.cilium.settings_known and setting is None:
+        return False, f"{HOST_NETWORK_KEY} is not set in the Cilium configuration (default off)"
+    if setting is not None and getattr(setting, "concrete", True):
+        enabled = setting.value.strip().lower() == "true"
+        return enabled, f"{HOST_NETWORK_KEY}={setting.value} (from {setting.origin})"
+    expected = bool(ctx.posture.gateway_host_network)
+    return expected, f"posture gatewayHostNetwork={str(expected).lower()} (the input does not show {HOST_NETWORK_KEY})"
+
+
+def bundle_version(text: object) -> tuple[int, ...] | None:
+    """`v1.4.1` -> (1, 4, 1); `v1.4` -> (1, 4)."""
+    if not isinstance(text, str):
+        return None
+    parsed = parse_version(text)
+    if parsed is None:
+        return None
+    # Keep only the components written: `v1.4` is a line, `v1.4.0` a release.
+    written = text.strip().lstrip("v").split("-", 1)[0].split(".")
+    return parsed[: max(2, min(3, len(written)))]

@@ -1,0 +1,120 @@
+"""Reading network policies for what they open (pure functions).
+
+A rule "opens a direction to anywhere" when its peer set is unrestricted and
+it names no ports: the whole point is to tell a deliberate, port-bounded
+opening (`ipBlock 0.0.0.0/0` on 443) from one that undoes default deny.
+"""
+
+from __future__ import annotations
+
+from auditor.model import K8sObject, as_list, as_mapping, as_str
+from auditor.selectors import is_empty_selector, selector_matches, strip_source
+
+NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+WHOLE_ADDRESS_SPACE = ("0.0.0.0/0", "::/0")
+# Cilium entities that stand for "any peer" (`all`) or "any peer outside the
+# cluster" (`world`, split per address family in dual-stack clusters).
+ANYWHERE_ENTITIES = ("all", "world", "world-ipv4", "world-ipv6")
+
+# A Cilium rule entry naming no peer at all (`{}`, or only toPorts) is not
+# read as "from anywhere" here: `ingress: [{}]` is upstream's documented
+# default-deny pattern, and its traffic effect is contested (cilium-facts §6.3).
+_CILIUM_ENTITIES = {"ingress": "fromEntities", "egress": "toEntities"}
+_CILIUM_CIDRS = {"ingress": "fromCIDR", "egress": "toCIDR"}
+_CILIUM_CIDR_SETS = {"ingress": "fromCIDRSet", "egress": "toCIDRSet"}
+
+
+def _whole_space(cidr: object) -> bool:
+    return isinstance(cidr, str) and cidr.strip() in WHOLE_ADDRESS_SPACE
+
+
+# --- Kubernetes NetworkPolicy -------------------------------------------------
+
+
+def network_policy_selects_all(policy: K8sObject) -> bool:
+    """`podSelector: {}` (or none): every pod of the policy's namespace."""
+    selector = policy.spec.get("podSelector")
+    return selector is None or is_empty_selector(selector)
+
+
+def network_policy_directions(policy: K8sObject) -> list[str]:
+    """The directions a NetworkPolicy governs; without policyTypes, Ingress always and
+    Egress when it has egress rules (networking/v1 API reference)."""
+    spec = policy.spec
+    types = spec.get("policyTypes")
+    if isinstance(types, list):
+        return [d for d in ("ingress", "egress") if d.capitalize() in types]
+    return ["ingress"] + (["egress"] if as_list(spec.get("egress")) else [])
+
+
+def network_policy_open_rules(policy: K8sObject, direction: str) -> list[str]:
+    """Descriptions of the rules that allow `direction` from/to anywhere on every port."""
+    peer_key = "from" if direction == "ingress" else "to"
+    out = []
+    for index, rule in enumerate(as_list(policy.spec.get(direction))):
+        if not isinstance(rule, dict) or as_list(rule.get("ports")):
+            continue
+        peers = rule.get(peer_key)
+        if peers is None or peers == []:
+            out.append(f"rule #{index + 1} has no {peer_key} and no ports")
+            continue
+        for peer in as_list(peers):
+            block = as_mapping(as_mapping(peer).get("ipBlock"))
+            cidr = block.get("cidr")
+            if _whole_space(cidr):
+                excepted = [e for e in as_list(block.get("except")) if isinstance(e, str)]
+                but = f" except {', '.join(excepted)}" if excepted else ""
+                out.append(f"rule #{index + 1} allows ipBlock {cidr}{but} on every port")
+                break
+    return out
+
+
+# --- Cilium policies ----------------------------------------------------------
+
+
+def cilium_rules(policy: K8sObject) -> list[dict]:
+    """The rules of a CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy: `spec`, `specs`, or both."""
+    rules = [policy.spec] if policy.spec else []
+    rules += [rule for rule in as_list(policy.raw.get("specs")) if isinstance(rule, dict)]
+    return rules
+
+
+def namespace_only_selector(selector: object) -> bool:
+    """A selector whose only constraints are on the pod-namespace label (or none at all)."""
+    if not isinstance(selector, dict):
+        return False
+    if set(selector) - {"matchLabels", "matchExpressions"}:
+        return False
+    keys = [strip_source(k) for k in as_mapping(selector.get("matchLabels")) if isinstance(k, str)]
+    keys += [strip_source(as_str(as_mapping(e).get("key"))) for e in as_list(selector.get("matchExpressions"))]
+    return all(key == NAMESPACE_LABEL for key in keys)
+
+
+def selector_selects_namespace(selector: object, namespace: str) -> bool:
+    """Whether a namespace-only endpoint selector selects every pod of `namespace`."""
+    return namespace_only_selector(selector) and selector_matches(selector, {NAMESPACE_LABEL: namespace})
+
+
+def cilium_open_entries(rule: dict, direction: str) -> list[str]:
+    """Descriptions of the entries of a Cilium rule that allow `direction` from/to anywhere
+    on every port: `*Entities: [all|world]` or a 0.0.0.0/0 (::/0) CIDR, with no toPorts."""
+    out = []
+    for index, entry in enumerate(as_list(rule.get(direction))):
+        if not isinstance(entry, dict) or as_list(entry.get("toPorts")):
+            continue
+        where = f"{direction}[{index}]"
+        entities_key = _CILIUM_ENTITIES[direction]
+        entities = [e for e in as_list(entry.get(entities_key)) if isinstance(e, str)]
+        wide = [e for e in entities if e.strip().lower() in ANYWHERE_ENTITIES]
+        if wide:
+            out.append(f"{where} {entities_key}: [{', '.join(wide)}] with no toPorts")
+            continue
+        cidrs = [c for c in as_list(entry.get(_CILIUM_CIDRS[direction])) if _whole_space(c)]
+        cidrs += [
+            as_str(as_mapping(item).get("cidr"))
+            for item in as_list(entry.get(_CILIUM_CIDR_SETS[direction]))
+            if _whole_space(as_mapping(item).get("cidr"))
+        ]
+        if cidrs:
+            out.append(f"{where} allows {', '.join(cidrs)} with no toPorts")
+    return out

@@ -1,0 +1,83 @@
+"""kpr-not-enabled: Cilium must replace kube-proxy (kube-proxy-replacement "true")."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, anchor, concrete, config_finding, require_settings
+
+KEY = "kube-proxy-replacement"
+
+
+def _others(ctx: RuleContext) -> str:
+    shadowed = ctx.cilium.shadowed(KEY)
+    if not shadowed:
+        return ""
+    return "; lower-precedence sources say " + ", ".join(f"{s.value!r} ({s.origin})" for s in shadowed)
+
+
+class KprNotEnabled(Rule):
+    id = "kpr-not-enabled"
+    severity = Severity.ERROR
+    title = "Cilium does not replace kube-proxy (kube-proxy-replacement is not true)"
+    rationale = (
+        "The platform runs Cilium with kubeProxyReplacement=true on a kubeadm cluster bootstrapped "
+        "without kube-proxy: Services, NodePorts and the LoadBalancer path are implemented by "
+        "Cilium's eBPF datapath; L2 announcements require it, and Cilium's Gateway API support needs it "
+        "(or NodePort enabled). "
+        "Since Cilium 1.16 the setting takes only \"true\" or \"false\" (cilium/cilium PR #31286), and "
+        "the Helm chart's default is false (kubeproxy-free docs), so an absent key means kube-proxy "
+        "replacement is off. The rule reads the effective setting: cilium-config first, then Helm "
+        "values (--cilium-values, a Flux HelmRelease or an Argo CD Application of the cilium chart). "
+        "Values that are not true/false at all (strict, partial, ...) are reported by "
+        "kpr-removed-value instead."
+    )
+    remediation = (
+        "Set Helm kubeProxyReplacement=true (cilium-config kube-proxy-replacement: \"true\") together "
+        "with k8sServiceHost/k8sServicePort, roll the agents, then remove kube-proxy."
+    )
+    requires = (CONFIG_KINDS,)
+    facts = (
+        Fact(
+            "kube-proxy-replacement accepts only \"true\" or \"false\" (strict/partial/disabled removed)",
+            "Cilium 1.16+",
+            "cilium/cilium PR #31286",
+        ),
+        Fact(
+            "Helm kubeProxyReplacement defaults to false and renders cilium-config kube-proxy-replacement",
+            "Cilium chart 1.16+",
+            "Documentation/network/kubernetes/kubeproxy-free.rst; install/kubernetes/cilium/templates/cilium-configmap.yaml",
+        ),
+    )
+    references = (
+        "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
+        "https://github.com/cilium/cilium/pull/31286",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "false"}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true"}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        require_settings(ctx, "cannot tell whether Cilium replaces kube-proxy")
+        setting = concrete(ctx, KEY, "cannot tell whether Cilium replaces kube-proxy")
+        ctx.examined(anchor(ctx, setting)[0])
+        value = setting.value.strip().lower() if setting is not None else None
+        if value == "true" or (value is not None and value != "false"):
+            return  # on, or a value kpr-removed-value reports
+        if setting is None:
+            message = f"{KEY} is not set in {ctx.cilium.describe_sources()}: Cilium's default is false, kube-proxy is not replaced"
+        else:
+            message = f"{KEY}=false (from {setting.origin}): kube-proxy is not replaced"
+        yield config_finding(ctx, setting, message + _others(ctx))

@@ -1,0 +1,108 @@
+"""kpr-removed-value: kube-proxy-replacement set to a value Cilium no longer accepts."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, config_finding, require_settings, target_version
+
+KEY = "kube-proxy-replacement"
+# value -> (deprecated in, removed in, what to use instead) (docs/cilium-facts.md §4.1, C2)
+REMOVED: dict[str, tuple[tuple[int, int], tuple[int, int], str]] = {
+    "probe": ((1, 12), (1, 13), "\"true\" when the kernel supports full replacement, else \"false\""),
+    "strict": ((1, 14), (1, 16), "\"true\""),
+    "partial": ((1, 14), (1, 16), "\"true\" (per-feature replacement no longer exists)"),
+    "disabled": ((1, 14), (1, 16), "\"false\""),
+}
+BOOLEANS_SINCE = (1, 14)
+
+
+def _text(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+class KprRemovedValue(Rule):
+    id = "kpr-removed-value"
+    severity = Severity.ERROR
+    title = "kube-proxy-replacement uses a value Cilium no longer accepts"
+    rationale = (
+        "Cilium 1.14 replaced the kube-proxy-replacement modes strict, partial and disabled by the "
+        "booleans true and false and deprecated the old values (cilium/cilium PR #26577); PR #31286 "
+        "removed them from the agent and the Helm chart in Cilium 1.16. probe went earlier: deprecated "
+        "in 1.12, removed in 1.13 (PR #22083). The platform runs Cilium 1.19 with "
+        "kubeProxyReplacement=true, so a manifest or values file still saying strict cannot be "
+        "rendered or started as intended. The rule judges against the agent version the input shows "
+        "(image tag or chart version), else the posture's Cilium line: a value removed in that version "
+        "is an error, one only deprecated there a warning. Any other value that is not true/false is "
+        "reported as invalid. Every source that sets the key is checked, not only the one in effect: "
+        "a HelmRelease still saying strict behind a correct ConfigMap breaks its next reconciliation."
+    )
+    remediation = (
+        "Replace the value with \"true\" (strict, partial) or \"false\" (disabled) in the Helm values "
+        "(kubeProxyReplacement) or cilium-config, and re-check what partial enabled feature by feature."
+    )
+    requires = (CONFIG_KINDS,)
+    facts = (
+        Fact("probe deprecated, then removed from the agent", "deprecated 1.12, removed 1.13", "cilium/cilium PR #22083"),
+        Fact(
+            "strict, partial, disabled deprecated in favour of true/false",
+            "deprecated 1.14",
+            "cilium/cilium PR #26577",
+        ),
+        Fact(
+            "strict, partial, disabled (and probe) removed from the agent and Helm chart",
+            "removed 1.16 (merged March 2024)",
+            "cilium/cilium PR #31286",
+        ),
+    )
+    references = (
+        "https://github.com/cilium/cilium/pull/26577",
+        "https://github.com/cilium/cilium/pull/31286",
+        "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: strict}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true"}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        require_settings(ctx, "cannot read kube-proxy-replacement")
+        concrete(ctx, KEY, "cannot read kube-proxy-replacement")
+        version, version_why = target_version(ctx)
+        # Every source that sets it, not only the winner: a stale HelmRelease breaks the next sync.
+        for setting in ctx.cilium.candidates.get(KEY, []):
+            if setting.ref is not None:
+                ctx.examined(setting.ref)
+            if not setting.concrete:
+                continue
+            value = setting.value.strip().lower()
+            if value in ("true", "false"):
+                continue
+            where = f"{KEY}={setting.value!r} (from {setting.origin})"
+            if value in REMOVED:
+                deprecated, removed, instead = REMOVED[value]
+                if version[:2] >= removed:
+                    yield config_finding(
+                        ctx, setting,
+                        f"{where}: removed in Cilium {_text(removed)}, no longer accepted by {version_why}; use {instead}",
+                    )
+                elif version[:2] >= deprecated:
+                    yield config_finding(
+                        ctx, setting,
+                        f"{where}: deprecated since Cilium {_text(deprecated)} and removed in {_text(removed)} "
+                        f"({version_why}); use {instead}",
+                        Severity.WARNING,
+                    )
+            elif version[:2] >= BOOLEANS_SINCE:
+                yield config_finding(ctx, setting, f"{where}: not a value Cilium accepts (\"true\" or \"false\")")

@@ -1,0 +1,84 @@
+"""l2-policy-while-disabled: L2 announcement policies that nothing acts on."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, require_settings
+
+L2_KEY = "enable-l2-announcements"
+
+
+class L2PolicyWhileDisabled(Rule):
+    id = "l2-policy-while-disabled"
+    severity = Severity.WARNING
+    title = "CiliumL2AnnouncementPolicy present while L2 announcements are off"
+    rationale = (
+        "A CiliumL2AnnouncementPolicy only takes effect when the agent runs with "
+        "enable-l2-announcements=true (Helm l2announcements.enabled, default false; Cilium 1.14+). "
+        "With the feature off the policy is inert: no node answers ARP for the LoadBalancer IPs it "
+        "selects, so what it was written to expose is unreachable from the LAN, and a reader of the "
+        "manifests believes the opposite. In the platform, L2 announcements are part of the optional "
+        "LB-IPAM + L2 production path (posture lbIpamL2); a policy without the feature is drift one "
+        "way or the other. The effective setting comes from cilium-config, else the Helm values; "
+        "absent means off."
+    )
+    remediation = (
+        "Either enable L2 announcements (Helm l2announcements.enabled=true, with kube-proxy "
+        "replacement on) or delete the unused CiliumL2AnnouncementPolicy."
+    )
+    requires = (kinds.L2_ANNOUNCEMENT_POLICY,)
+    uses = CONFIG_KINDS
+    facts = (
+        Fact(
+            "L2 announcements need cilium-config enable-l2-announcements=true (Helm l2announcements.enabled, default false)",
+            "Cilium 1.14+",
+            "Documentation/network/l2-announcements.rst",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/l2-announcements/",)
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-l2-announcements: "false"}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: default-l2}
+spec: {loadBalancerIPs: true}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: default-l2}
+spec: {loadBalancerIPs: true}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        policies = snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY)
+        if not policies:
+            return
+        what = f"{len(policies)} CiliumL2AnnouncementPolicy object(s) present, but cannot tell whether L2 announcements are on"
+        require_settings(ctx, what)
+        setting = concrete(ctx, L2_KEY, what)
+        enabled = setting is not None and setting.value.strip().lower() == "true"
+        for policy in policies:
+            ctx.examined(policy)
+        if enabled:
+            return
+        why = (
+            f"{L2_KEY}={setting.value} (from {setting.origin})" if setting is not None
+            else f"{L2_KEY} is not set in {ctx.cilium.describe_sources()} (default off)"
+        )
+        for policy in policies:
+            yield self.finding(policy, f"L2 announcements are off ({why}): this policy announces nothing")

@@ -1,0 +1,159 @@
+"""metallb-leftover: MetalLB objects left behind after Cilium LB-IPAM and L2 replaced it."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._components import image_name
+
+METALLB_GROUP = "metallb.io"
+METALLB_NAMESPACE = "metallb-system"
+# Kinds that make MetalLB hand out or announce addresses; the others
+# (BFDProfile, Community, status kinds) only tune or report.
+ACTIVE_KINDS = ("IPAddressPool", "L2Advertisement", "BGPAdvertisement", "BGPPeer")
+# Service annotations only MetalLB reads (legacy and current prefixes).
+ANNOTATION_PREFIXES = ("metallb.universe.tf/", "metallb.io/")
+# How MetalLB workloads are recognised: native-manifest names in metallb-system,
+# the chart's/manifests' labels, or the image (quay.io/metallb/speaker|controller).
+COMPONENT_IMAGES = {"speaker": "speaker", "controller": "controller"}
+
+
+def _metallb_component(workload: K8sObject) -> str | None:
+    """`speaker` / `controller` when the DaemonSet or Deployment is MetalLB's."""
+    labels = workload.labels
+    is_metallb = labels.get("app") == "metallb" or labels.get("app.kubernetes.io/name") == "metallb"
+    component = labels.get("component") or labels.get("app.kubernetes.io/component")
+    pod_spec = as_mapping(as_mapping(workload.spec.get("template")).get("spec"))
+    for container in as_list(pod_spec.get("containers")):
+        image = as_mapping(container).get("image")
+        if isinstance(image, str) and "/metallb/" in f"/{image.split('@', 1)[0]}":
+            is_metallb = True
+            component = component or COMPONENT_IMAGES.get(image_name(image))
+    if workload.namespace == METALLB_NAMESPACE and workload.name in COMPONENT_IMAGES:
+        is_metallb = True
+        component = component or workload.name
+    if not is_metallb:
+        return None
+    if isinstance(component, str) and component in COMPONENT_IMAGES:
+        return component
+    return "speaker" if workload.gk == kinds.DAEMONSET else "controller"
+
+
+class MetallbLeftover(Rule):
+    id = "metallb-leftover"
+    severity = Severity.ERROR
+    title = "MetalLB objects present beside Cilium LB-IPAM and L2 announcements"
+    rationale = (
+        "The platform's exposure is all-Cilium (ADR 0020): LoadBalancer addresses come from "
+        "Cilium LB-IPAM pools and are announced by Cilium's L2 announcer, which replaced "
+        "MetalLB's IPAddressPool and L2Advertisement. A MetalLB left installed is a second IPAM "
+        "and a second announcer competing for the same LoadBalancer Services (LB-IPAM allocates "
+        "for every Service without a loadBalancerClass once a pool exists, Cilium 1.13+): its "
+        "controller assigns addresses and its speaker DaemonSet announces them, so two "
+        "components answer ARP for Service addresses on one LAN and the IP-to-MAC mapping "
+        "flaps. Active objects "
+        "(the speaker and controller workloads, IPAddressPool, L2Advertisement, "
+        "BGPAdvertisement, BGPPeer) are errors; other metallb.io objects, the metallb-system "
+        "namespace and MetalLB annotations on Services (which Cilium ignores: LB-IPAM reads "
+        "lbipam.cilium.io/ips) are warnings."
+    )
+    remediation = (
+        "Uninstall MetalLB (its Helm release or manifests), delete the metallb.io objects and "
+        "the metallb-system namespace, and move address requests on Services to "
+        "lbipam.cilium.io/ips."
+    )
+    requires = ((kinds.NAMESPACE, kinds.DAEMONSET, kinds.DEPLOYMENT, *kinds.METALLB_KINDS),)
+    uses = (kinds.SERVICE,)
+    facts = (
+        Fact(
+            "MetalLB's API group is metallb.io (IPAddressPool, L2Advertisement, BGPAdvertisement, "
+            "BFDProfile, Community); its native manifests run a speaker DaemonSet and a controller "
+            "Deployment in metallb-system (the Helm chart names the DaemonSet metallb-speaker).",
+            "MetalLB 0.13+",
+            "https://metallb.universe.tf/apis/",
+        ),
+        Fact(
+            "LB-IPAM is always on and allocates for Services with no loadBalancerClass once a pool exists.",
+            "Cilium 1.13+",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
+        ),
+        Fact(
+            "LB-IPAM reads the requested IPs from lbipam.cilium.io/ips (and the legacy io.cilium/lb-ipam-ips).",
+            "Cilium 1.16+ (new prefix)",
+            "https://github.com/cilium/cilium/pull/30169",
+        ),
+    )
+    references = (
+        "https://metallb.universe.tf/configuration/",
+        "https://docs.cilium.io/en/stable/network/l2-announcements/",
+        "https://docs.cilium.io/en/stable/network/lb-ipam/",
+    )
+    example_fail = """\
+apiVersion: metallb.io/v1beta1
+kind: IPAddressPool
+metadata: {name: default, namespace: metallb-system}
+spec:
+  addresses: [192.168.1.150-192.168.1.200]
+---
+apiVersion: metallb.io/v1beta1
+kind: L2Advertisement
+metadata: {name: default, namespace: metallb-system}
+spec:
+  ipAddressPools: [default]
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.1.150, stop: 192.168.1.200}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: web}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        for obj in snapshot.objects:
+            if obj.group != METALLB_GROUP:
+                continue
+            ctx.examined(obj)
+            active = obj.kind in ACTIVE_KINDS
+            yield self.finding(
+                obj,
+                f"MetalLB {obj.kind} ({obj.api_version}): "
+                + ("MetalLB still assigns or announces Service addresses from it" if active
+                   else "MetalLB configuration left behind"),
+                None if active else Severity.WARNING,
+            )
+        namespace = snapshot.get(kinds.NAMESPACE, None, METALLB_NAMESPACE)
+        if namespace is not None:
+            ctx.examined(namespace)
+            yield self.finding(namespace, "MetalLB's namespace is still present", Severity.WARNING)
+        for workload in snapshot.of_kind(kinds.DAEMONSET, kinds.DEPLOYMENT):
+            component = _metallb_component(workload)
+            if component is None:
+                continue
+            ctx.examined(workload)
+            if component == "speaker":
+                why = "MetalLB speaker: announces LoadBalancer addresses beside Cilium's L2 announcer"
+            else:
+                why = "MetalLB controller: assigns LoadBalancer addresses beside Cilium LB-IPAM"
+            yield self.finding(workload, why)
+        for service in snapshot.of_kind(kinds.SERVICE):
+            keys = sorted(
+                key for key in service.annotations
+                if isinstance(key, str) and key.startswith(ANNOTATION_PREFIXES)
+            )
+            if keys:
+                ctx.examined(service)
+                yield self.finding(
+                    service,
+                    f"MetalLB annotation(s) {', '.join(keys)}: Cilium ignores them (LB-IPAM reads "
+                    "lbipam.cilium.io/ips and lbipam.cilium.io/sharing-key)",
+                    Severity.WARNING,
+                )
