@@ -180,6 +180,17 @@ class K8sObject:
     def ref(self) -> ObjectRef:
         return ObjectRef(self.kind, self.namespace, self.name, self.api_version)
 
+    @property
+    def server_written(self) -> bool:
+        """Whether the object was read from an API server (a `kubectl get` dump), not a manifest.
+
+        The API server sets uid, resourceVersion and creationTimestamp on every
+        object; manifests do not carry them. Rules that judge `status` use this
+        to tell "the status is empty" from "this is a manifest, there is no status".
+        """
+        meta = self.raw["metadata"]
+        return all(isinstance(meta.get(key), str) and meta.get(key) for key in ("uid", "resourceVersion", "creationTimestamp"))
+
     def __repr__(self) -> str:
         return f"<{self.api_version} {self.ref.display}>"
 

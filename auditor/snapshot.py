@@ -92,6 +92,10 @@ class Snapshot:
             self._by_namespace = dict(index)
         return self._by_namespace.get(namespace, [])
 
+    def read_from_cluster(self, obj: K8sObject) -> bool:
+        """Whether `obj` shows cluster state (its status is a fact): a live read, a snapshot, or a kubectl dump."""
+        return self.mode in ("live", "snapshot") or obj.server_written
+
     def kinds(self) -> list[str]:
         return sorted(self._by_gk)
 

@@ -291,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     print(f"\ninterpreter start-up: {bare.wall_s:.3f} s; `-m auditor --version`: "
           + (f"{version.wall_s:.3f} s, {version.rss_mib:.0f} MiB" if version and version.ok
-             else "auditor not installed" if version is None else f"ERROR ({version.error})"))
+             else ("skipped" if not a.audit else "auditor not installed") if version is None
+             else f"ERROR ({version.error})"))
     by = {r.ds.label: r for r in rows}
     if "cluster-10k" in by and "cluster-100k" in by and by["cluster-10k"].parse.ok and by["cluster-100k"].parse.ok:
         print(f"json.load growth 10k -> 100k: {by['cluster-100k'].parse.wall_s / by['cluster-10k'].parse.wall_s:.1f}x")

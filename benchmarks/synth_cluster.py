@@ -128,9 +128,18 @@ def _drift_lb(g: Gen, ctx: NsCtx, name: str, labels: Obj, ports: list, selector:
                        lb_ip=ip, annotations=ann)
 
 
-def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: Drift, inject: bool) -> list[Obj]:
+def _missing_drift(drift: Drift) -> list[str]:
+    """Drift kinds random sprinkling has not produced yet (small clusters may miss some)."""
+    lists = {"no-deny": drift.no_default_deny, "lb": drift.lb_unexcepted, "nodeport": drift.nodeport,
+             "externalips": drift.external_ips}
+    return [kind for kind, found in lists.items() if not found]
+
+
+def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: Drift, inject: bool,
+                  force: list[str]) -> list[Obj]:
+    """One app namespace of exactly `budget` objects; `force` names drift kinds it must contain."""
     out: list[Obj] = [cfg.namespace(g, ctx), cfg.service_account(g, ctx, "default"), cfg.root_ca_configmap(g, ctx)]
-    if inject and g.chance(0.05):
+    if inject and (g.chance(0.05) or "no-deny" in force):
         drift.no_default_deny.append(ctx.name)
     else:
         out.append(net.default_deny(g, ctx))
@@ -147,8 +156,11 @@ def app_namespace(g: Gen, ctx: NsCtx, budget: int, lb: net.LbAllocator, drift: D
         drift.lb_gateway.append(f"{ctx.name}/cilium-gateway-{gw[1]}")
     if g.chance(0.3):
         out.append(cfg.dockerconfig_secret(g, ctx))
+    forced = [k for k in force if k != "no-deny"]
     while True:
         plan = _plan_app(g, ctx, gw != SHARED_GW)
+        if forced:
+            plan.extra_svc = forced.pop()
         if len(out) + plan.size() > budget:
             break
         out += _build_app(g, ctx, plan, gw, lb, drift)
@@ -205,7 +217,9 @@ def build_cluster(n_objects: int, seed: int, drift: Drift, inject: bool = True,
     for i, name in enumerate(namespace_names(n_ns)):
         ctx = NsCtx(name, g.past(30, 500), g.pick(MANAGERS), nodes, p_mf)
         budget = remaining // (n_ns - i)
-        yield from app_namespace(g, ctx, budget, lb, drift, inject)
+        # The last namespace carries any drift kind chance left out, so every size has all of them.
+        force = _missing_drift(drift) if inject and i == n_ns - 1 else []
+        yield from app_namespace(g, ctx, budget, lb, drift, inject, force)
         remaining -= budget
     used = {"apps-pool": len(drift.lb_unexcepted) + len(drift.lb_infra), "gateway-pool": len(drift.lb_gateway)}
     yield from net.lb_pools(g, used)

@@ -73,8 +73,8 @@ class CiliumConfigChangedAfterAgents(Rule):
         "ConfigMap's data was written (latest metadata.managedFields time touching data) after "
         "the oldest agent Pod (label k8s-app=cilium) started (status.startTime), those agents "
         "may still run the old configuration, so what this audit reads in cilium-config is "
-        "not necessarily what the datapath does. Needs Pods and managedFields, so a live read "
-        "or a snapshot; offline manifests give not-run."
+        "not necessarily what the datapath does. Needs Pods and managedFields as the API server "
+        "returns them: a live read, a snapshot or a kubectl dump; manifests give not-run."
     )
     remediation = (
         "Restart the agents so they load the current configuration (kubectl -n kube-system "
@@ -147,14 +147,16 @@ items:
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        if snapshot.mode not in ("live", "snapshot"):
-            raise NotRun("offline manifests carry no Pod start times; audit a live cluster or a snapshot")
         config_map = _config_map(snapshot, ctx)
         if config_map is None:
             raise NotRun(f"no {CONFIG_MAP_NAME} ConfigMap in the input")
+        if not snapshot.read_from_cluster(config_map):
+            raise NotRun(
+                "manifests carry no write times or Pod start times; audit a live cluster, a snapshot or a kubectl dump"
+            )
         agents = []
         for pod in snapshot.of_kind(kinds.POD):
-            if pod.labels.get(AGENT_LABEL[0]) != AGENT_LABEL[1]:
+            if pod.labels.get(AGENT_LABEL[0]) != AGENT_LABEL[1] or not snapshot.read_from_cluster(pod):
                 continue
             if config_map.namespace and pod.namespace != config_map.namespace:
                 continue

@@ -27,8 +27,9 @@ class LbServiceNoIngressIp(Rule):
         "(LB-IPAM is dormant until the first pool exists), no pool selecting the Service, a "
         "conflicting or exhausted pool, or a requested IP outside the pools. LB-IPAM records why in "
         "the Service condition io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in "
-        "later releases), quoted when present. Offline manifests never carry status, so the rule "
-        "runs only on a live read or a snapshot, where an empty status is a fact, not an absence."
+        "later releases), quoted when present. Manifests never carry status, so the rule judges "
+        "only Services read from a cluster (a live read, a snapshot, or a kubectl dump: objects with "
+        "the uid and resourceVersion the API server sets), where an empty status is a fact, not an absence."
     )
     remediation = (
         "Read the Service's IPAM condition, then add or fix a pool that selects it (or fix its "
@@ -89,12 +90,13 @@ items:
         ]
         if not services:
             return
-        if snapshot.mode not in ("live", "snapshot"):
+        judged = [s for s in services if snapshot.read_from_cluster(s)]
+        if not judged:
             raise NotRun(
-                f"{len(services)} Cilium LoadBalancer Service(s), but offline input carries no reliable status: "
-                "audit a live cluster or a snapshot to read status.loadBalancer.ingress"
+                f"{len(services)} Cilium LoadBalancer Service(s), but only in manifests, which carry no status: "
+                "audit a live cluster, a snapshot or a kubectl dump to read status.loadBalancer.ingress"
             )
-        for service in services:
+        for service in judged:
             ctx.examined(service)
             if ingress_addresses(service):
                 continue

@@ -96,7 +96,7 @@ from hypothesis import HealthCheck, settings as _hypothesis_settings  # noqa: E4
 
 _HYPOTHESIS_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 _hypothesis_settings.register_profile(
-    "ci", max_examples=60, deadline=None, derandomize=True, database=None, print_blob=True,
+    "ci", max_examples=50, deadline=None, derandomize=True, database=None, print_blob=True,
     suppress_health_check=_HYPOTHESIS_SLOW_OK,
 )
 _hypothesis_settings.register_profile(

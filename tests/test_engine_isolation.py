@@ -10,7 +10,6 @@ through the real command with a plugin installed from an entry point.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import textwrap
 import xml.etree.ElementTree as ET

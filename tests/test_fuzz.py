@@ -28,9 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import re
 import shutil
-import string
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -44,7 +42,7 @@ from hypothesis import strategies as st
 
 from auditor import engine, exceptions_list, registry
 from auditor.config_files import load_schema
-from auditor.errors import ConfigError, InputError
+from auditor.errors import InputError
 from auditor.kinds import split_gk
 from auditor.model import Finding, K8sObject, ObjectRef, RuleStatus, Severity, Source
 from auditor.posture import Posture
@@ -147,7 +145,7 @@ JUNK = st.recursive(
         st.lists(children, max_size=4),
         st.dictionaries(st.one_of(FIELD_NAMES, st.text(max_size=6)), children, max_size=4),
     ),
-    max_leaves=10,
+    max_leaves=6,
 )
 
 
@@ -182,56 +180,114 @@ def _swap(value: Any) -> Any:
     return {}
 
 
-CHOICES = st.integers(min_value=0, max_value=99)
-IDENTITY_CHOICES = st.integers(min_value=0, max_value=30)
-
-
-def _mutate(draw, value: Any, path: tuple) -> Any:
-    """`value` with a few fields broken; shrinks towards the unmodified value (choice 0).
-
-    A plain recursive function drawing from shared strategies (not a nested
-    composite per node): generation stays cheap on large templates.
-    """
-    if path in IDENTITY_PATHS and draw(IDENTITY_CHOICES) != 30:
-        choice = 0  # identity fields break rarely: the object would just be skipped
-    else:
-        choice = draw(CHOICES)
-    if choice >= 97:
-        return _DELETE if path else draw(JUNK)
-    if choice >= 93:
-        return draw(JUNK)
-    if choice >= 90:
-        return None
-    if choice >= 87:
-        return _swap(value)
-    if choice == 86:
-        return draw(DEEP_JUNK)
-    if choice == 85:
-        return [value]
+def _paths(value: Any, path: tuple = ()) -> list[tuple]:
+    """Every node of `value`, as a path of keys and indexes (the root is `()`)."""
+    found = [path]
     if isinstance(value, dict):
-        out = {}
         for key, item in value.items():
-            new = _mutate(draw, item, (*path, key))
-            if new is not _DELETE:
-                out[key] = new
-        if choice == 84:  # a field the template does not have
-            out[draw(FIELD_NAMES)] = draw(JUNK)
-        return out
-    if isinstance(value, list):
-        out_list = [new for item in value if (new := _mutate(draw, item, (*path, 0))) is not _DELETE]
-        if choice == 84:
-            out_list.append(draw(JUNK))
-        return out_list
-    return value
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+# Templates are copied through JSON (C speed) and their node paths listed once.
+_TEMPLATE_CACHE: dict[int, tuple[str, list[tuple], list[tuple]]] = {}
+
+
+def _template_parts(template: dict) -> tuple[str, list[tuple], list[tuple]]:
+    key = id(template)
+    if key not in _TEMPLATE_CACHE:
+        paths = _paths(template)
+        _TEMPLATE_CACHE[key] = (
+            json.dumps(template, default=str),
+            [p for p in paths if p and p not in IDENTITY_PATHS],
+            [p for p in paths if p in IDENTITY_PATHS],
+        )
+    return _TEMPLATE_CACHE[key]
+
+
+def _replace(document: Any, path: tuple, make) -> Any:
+    """`document` with the node at `path` replaced by `make(old)` (or removed for `_DELETE`)."""
+    if not path:
+        return make(document)
+    parent = document
+    for step in path[:-1]:
+        try:
+            parent = parent[step]
+        except (KeyError, IndexError, TypeError):
+            return document  # an earlier mutation removed the way there
+    last = path[-1]
+    try:
+        old = parent[last]
+    except (KeyError, IndexError, TypeError):
+        return document
+    new = make(old)
+    if new is _DELETE:
+        del parent[last]
+    else:
+        parent[last] = new
+    return document
+
+
+MUTATIONS = st.integers(min_value=0, max_value=7)
 
 
 @st.composite
-def mutated(draw, value: Any) -> Any:
-    return _mutate(draw, value, ())
+def mutated(draw, template: Any) -> Any:
+    """`template` with a few nodes broken: replaced by junk, `null`, another type, deep junk,
+    wrapped in a list, deleted, or given an extra field. Shrinks towards no change.
+
+    Mutation sites are drawn from the template's node paths (a few draws per
+    object, however large the template), so generation stays cheap.
+    """
+    if not isinstance(template, dict):
+        return template
+    text, paths, identity = _template_parts(template)
+    document = json.loads(text)
+    count = draw(st.integers(min_value=0, max_value=5))
+    for _ in range(count):
+        if identity and draw(st.integers(min_value=0, max_value=15)) == 15:
+            path = draw(st.sampled_from(identity))  # rarely: the object is then skipped, not audited
+        elif paths:
+            path = draw(st.sampled_from(paths))
+        else:
+            break
+        operation = draw(MUTATIONS)
+        if operation == 0:
+            junk = draw(JUNK)
+            document = _replace(document, path, lambda old: junk)
+        elif operation == 1:
+            document = _replace(document, path, lambda old: None)
+        elif operation == 2:
+            document = _replace(document, path, _swap)
+        elif operation == 3:
+            document = _replace(document, path, lambda old: _DELETE)
+        elif operation == 4:
+            deep = draw(DEEP_JUNK)
+            document = _replace(document, path, lambda old: deep)
+        elif operation == 5:
+            document = _replace(document, path, lambda old: [old])
+        elif operation == 6:
+            field, junk = draw(FIELD_NAMES), draw(JUNK)
+
+            def add_field(old: Any) -> Any:
+                if isinstance(old, dict):
+                    old[field] = junk
+                elif isinstance(old, list):
+                    old.append(junk)
+                return old
+
+            document = _replace(document, path, add_field)
+        else:
+            scalar = draw(SCALARS)
+            document = _replace(document, path, lambda old: scalar)
+    return document
 
 
 @st.composite
-def documents(draw, max_objects: int = 8) -> list[Any]:
+def documents(draw, max_objects: int = 6) -> list[Any]:
     """Objects of a snapshot: mutated templates, sometimes the baseline, sometimes plain junk."""
     docs = []
     if draw(st.booleans()):
@@ -257,7 +313,7 @@ def to_yaml(docs: list[Any], unicode_ok: bool) -> str:
 
 
 @st.composite
-def inputs(draw, max_objects: int = 8) -> tuple[str, str]:
+def inputs(draw, max_objects: int = 6) -> tuple[str, str]:
     """(file suffix, text) of a JSON List or a multi-document YAML stream."""
     docs = draw(documents(max_objects))
     if draw(st.booleans()):

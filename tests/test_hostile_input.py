@@ -1,12 +1,19 @@
 """Hostile input is refused cleanly, in bounded memory and time (issue 6; docs/input.md).
 
-Every case runs the real command in a subprocess and checks what a user
-sees: exit 2, one line on stderr naming the file (`audit: error: PATH...`),
-no traceback, nothing on stdout, and no report written to `--json`/`--junit`
-(an existing report is left as it was). Peak memory (ru_maxrss of the child,
-from os.wait4) and wall time are measured and bounded generously: this is a
-behaviour test, not a benchmark. The child also runs under RLIMIT_AS, so a
-regression fails the test instead of swapping the machine.
+Every case runs the command in its own process and checks what a user sees:
+exit 2, one line on stderr naming the file (`audit: error: PATH...`), no
+traceback, nothing on stdout, and no report written to `--json`/`--junit` (an
+existing report is left as it was). Peak memory (the child's ru_maxrss, as
+getrusage reports it through os.wait4) and wall time are measured and bounded
+generously: this is a behaviour test, not a benchmark. Children run under
+RLIMIT_AS, so a regression fails the test instead of swapping the machine.
+
+Starting Python and importing the auditor costs most of a second, so the
+cases run in processes forked from a "zygote" that imported the CLI, the
+rules and the reporters once: each child calls `auditor.cli.main(ARGS)` with
+its own standard streams, working folder and limits, exactly what
+`python -m auditor ARGS` does after its imports. A few cases also run the
+real `python -m auditor` (`fresh=True`), to show both agree.
 
 Set AUDIT_HOSTILE_LOG=FILE to append each case's measurements to FILE.
 """
@@ -16,7 +23,8 @@ from __future__ import annotations
 import json
 import os
 import resource
-import stat
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +41,8 @@ from tests.conftest import ROOT
 MAX_RSS_MB = 500
 MAX_SECONDS = 30
 TIMEOUT = 90
-ADDRESS_SPACE_LIMIT = 4 * 1024**3  # the child is killed by MemoryError long before the machine suffers
+ADDRESS_SPACE_LIMIT = 4 * 1024**3  # the child is stopped by MemoryError long before the machine suffers
+NOBODY = 65534
 
 SERVICE = """\
 apiVersion: v1
@@ -41,6 +50,77 @@ kind: Service
 metadata: {name: web, namespace: app}
 spec: {type: ClusterIP, ports: [{port: 80}]}
 """
+
+ZYGOTE = r'''
+import contextlib, io, json, os, resource, sys, tempfile, time, traceback
+
+from auditor.cli import main
+from auditor.report import FORMATS
+
+# Warm up: one real audit per format imports everything an audit imports lazily.
+with tempfile.TemporaryDirectory() as tmp:
+    manifest = os.path.join(tmp, "svc.yaml")
+    with open(manifest, "w") as stream:
+        stream.write("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: b}\nspec: {type: NodePort}\n")
+    for name in FORMATS:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                main([manifest, "--format", name, "--json", os.path.join(tmp, "r.json"),
+                      "--junit", os.path.join(tmp, "r.xml")])
+            except SystemExit:
+                pass
+requests, responses = sys.stdin.buffer, sys.stdout.buffer
+responses.write(b"ready\n")
+responses.flush()
+for line in requests:
+    request = json.loads(line)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.chdir(request["cwd"])
+            for fd, (path, flags) in enumerate([(request["stdin"], os.O_RDONLY),
+                                                (request["stdout"], os.O_WRONLY | os.O_TRUNC),
+                                                (request["stderr"], os.O_WRONLY | os.O_TRUNC)]):
+                os.dup2(os.open(path, flags), fd)
+            sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+            resource.setrlimit(resource.RLIMIT_AS, (request["address_space"],) * 2)
+            if request["uid"] is not None:
+                os.setgroups([])
+                os.setgid(request["uid"])
+                os.setuid(request["uid"])
+            try:
+                main(request["args"])
+                code = 0
+            except SystemExit as exited:
+                code = exited.code if isinstance(exited.code, int) else (0 if exited.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(code)
+    timed_out = False
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - started > request["timeout"]:
+            os.kill(pid, 9)
+            done, status, usage = os.wait4(pid, 0)
+            timed_out = True
+            break
+        time.sleep(0.002)
+    responses.write(json.dumps({"code": os.waitstatus_to_exitcode(status), "max_rss_kb": usage.ru_maxrss,
+                                "seconds": time.monotonic() - started, "timed_out": timed_out}).encode() + b"\n")
+    responses.flush()
+'''
 
 
 @dataclass
@@ -52,56 +132,125 @@ class Measured:
     max_rss_mb: float
 
 
+class Zygote:
+    """A process that imported the auditor once and forks one child per case."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "NO_COLOR": "1"}
+        env.pop("AUDIT_DEBUG", None)
+        self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        cwd=ROOT, env=env)
+        assert self._readline(120) == b"ready\n", "the zygote did not start"
+
+    def _readline(self, timeout: float) -> bytes:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            self.process.kill()
+            pytest.fail("the zygote stopped answering")
+        return self.process.stdout.readline()
+
+    def run(self, args: list[str], cwd: Path, stdin: str, stdout: str, stderr: str, uid: int | None) -> dict:
+        assert self.process.stdin is not None
+        request = {"args": args, "cwd": str(cwd), "stdin": stdin, "stdout": stdout, "stderr": stderr, "uid": uid,
+                   "timeout": TIMEOUT, "address_space": ADDRESS_SPACE_LIMIT}
+        self.process.stdin.write(json.dumps(request).encode() + b"\n")
+        self.process.stdin.flush()
+        answer = json.loads(self._readline(TIMEOUT + 60))
+        if answer["timed_out"]:
+            pytest.fail(f"audit {' '.join(args)} did not finish within {TIMEOUT}s (a hang)")
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+_ZYGOTE: list[Zygote] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def zygote():
+    _ZYGOTE.append(Zygote())
+    yield _ZYGOTE[0]
+    _ZYGOTE.pop().close()
+
+
 def _child_limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
 
 
-def run_measured(*args: str, cwd: Path, stdin: bytes | None = None, stdin_file: str | None = None,
-                 feeder: Callable[[object], None] | None = None, as_user: tuple[str, ...] = ()) -> Measured:
-    """Run `python -m auditor ARGS`, returning exit code, output, wall time and peak RSS."""
+def _run_fresh(args: list[str], cwd: Path, stdin_arg: object, out, err, feeder) -> tuple[int, float, float]:
+    """`python -m auditor ARGS` in a new interpreter: exit code, seconds, peak RSS (MB)."""
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("AUDIT_DEBUG", None)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        if feeder is not None:
-            stdin_arg: object = subprocess.PIPE
-        elif stdin_file is not None:
-            stdin_arg = open(stdin_file, "rb")  # noqa: SIM115 - closed below
-        elif stdin is not None:
-            stdin_arg = tempfile.TemporaryFile()
-            stdin_arg.write(stdin)  # type: ignore[attr-defined]
-            stdin_arg.seek(0)  # type: ignore[attr-defined]
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "auditor", *args], stdin=stdin_arg, stdout=out, stderr=err,
+                               cwd=cwd, env=env, preexec_fn=_child_limits)
+    if feeder is not None:
+        threading.Thread(target=feeder, args=(process.stdin,), daemon=True).start()
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - started > TIMEOUT:
+            process.kill()
+            os.wait4(process.pid, 0)
+            pytest.fail(f"audit {' '.join(args)} did not finish within {TIMEOUT}s (a hang)")
+        time.sleep(0.01)
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return process.returncode, time.monotonic() - started, usage.ru_maxrss / 1024
+
+
+def run_measured(*args: str, cwd: Path, stdin: bytes | None = None, stdin_file: str | None = None,
+                 feeder: Callable[[object], None] | None = None, uid: int | None = None,
+                 fresh: bool = False) -> Measured:
+    """Run the auditor on ARGS in its own process: exit code, output, wall time and peak RSS."""
+    with tempfile.TemporaryDirectory(prefix="audit-run-") as tmp:
+        os.chmod(tmp, 0o777)
+        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        for path in (out_path, err_path):
+            Path(path).touch(mode=0o666)
+            os.chmod(path, 0o666)
+        stdin_path = stdin_file or os.devnull
+        if stdin is not None:
+            stdin_path = os.path.join(tmp, "stdin")
+            Path(stdin_path).write_bytes(stdin)
+            os.chmod(stdin_path, 0o644)
+        if fresh:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                stdin_arg = subprocess.PIPE if feeder is not None else open(stdin_path, "rb")  # noqa: SIM115
+                try:
+                    code, seconds, rss = _run_fresh(list(args), cwd, stdin_arg, out, err, feeder)
+                finally:
+                    if stdin_arg is not subprocess.PIPE:
+                        stdin_arg.close()  # type: ignore[union-attr]
         else:
-            stdin_arg = subprocess.DEVNULL
-        started = time.monotonic()
-        process = subprocess.Popen(
-            [*as_user, sys.executable, "-m", "auditor", *args], stdin=stdin_arg, stdout=out, stderr=err, cwd=cwd,
-            env=env, preexec_fn=_child_limits,
-        )
-        if feeder is not None:
-            threading.Thread(target=feeder, args=(process.stdin,), daemon=True).start()
-        try:
-            while True:
-                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() - started > TIMEOUT:
-                    process.kill()
-                    os.wait4(process.pid, 0)
-                    pytest.fail(f"audit {' '.join(args)} did not finish within {TIMEOUT}s (a hang)")
-                time.sleep(0.01)
-        finally:
-            process.returncode = process.returncode if process.returncode is not None else 0  # reaped above
-            if hasattr(stdin_arg, "close"):
-                stdin_arg.close()  # type: ignore[union-attr]
-        seconds = time.monotonic() - started
-        out.seek(0)
-        err.seek(0)
-        measured = Measured(os.waitstatus_to_exitcode(status), out.read().decode("utf-8", "replace"),
-                            err.read().decode("utf-8", "replace"), seconds, usage.ru_maxrss / 1024)
+            if feeder is not None:  # standard input is a pipe (a FIFO the feeder writes)
+                stdin_path = os.path.join(tmp, "stdin.fifo")
+                os.mkfifo(stdin_path)
+                os.chmod(stdin_path, 0o666)
+
+                def feed(path: str = stdin_path) -> None:
+                    try:
+                        with open(path, "wb") as stream:
+                            feeder(stream)
+                    except OSError:
+                        pass
+
+                threading.Thread(target=feed, daemon=True).start()
+            answer = _ZYGOTE[0].run(list(args), cwd, stdin_path, out_path, err_path, uid)
+            code, seconds, rss = answer["code"], answer["seconds"], answer["max_rss_kb"] / 1024
+        measured = Measured(code, Path(out_path).read_bytes().decode("utf-8", "replace"),
+                            Path(err_path).read_bytes().decode("utf-8", "replace"), seconds, rss)
     log = os.environ.get("AUDIT_HOSTILE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as stream:
-            stream.write(json.dumps({"args": [a[-60:] for a in args], "code": measured.code,
+            stream.write(json.dumps({"args": [a[-60:] for a in args], "fresh": fresh, "code": measured.code,
                                      "seconds": round(measured.seconds, 3), "max_rss_mb": round(measured.max_rss_mb, 1),
                                      "stderr": measured.stderr.strip()[:200]}) + "\n")
     return measured
@@ -235,13 +384,56 @@ def test_nesting_just_under_the_limit_is_audited(tmp_path: Path, field: str) -> 
     assert json.loads(result.stdout)["summary"]["rulesError"] == 0
 
 
+HELM_KINDS = {"HelmRelease", "Application"}  # their values: see test_deep_helm_values_are_audited
+
+
+def _deep_everywhere(as_list: bool, depth_two: bool) -> str:
+    """Every fuzz template with its `spec` (or every field two levels down) ~990 levels deep."""
+    import yaml
+
+    from tests.conftest import FIXTURES
+
+    deep = ("[" * 990 + "x" + "]" * 990) if as_list else _deep(990)
+    documents = []
+    for template in yaml.safe_load_all((FIXTURES / "fuzz" / "templates.yaml").read_text(encoding="utf-8")):
+        if template["kind"] in HELM_KINDS:
+            continue
+        if depth_two:
+            for section in ("spec", "data", "status", "metadata"):
+                fields = template.get(section)
+                if isinstance(fields, dict):
+                    for key in fields:
+                        if (section, key) not in (("metadata", "name"), ("metadata", "namespace")):
+                            fields[key] = "DEEP"
+        else:
+            template["spec"] = "DEEP"
+        documents.append(yaml.safe_dump(template, sort_keys=False).replace("DEEP", deep))
+    return "---\n".join(documents)
+
+
+@pytest.mark.parametrize("as_list", [False, True], ids=["mappings", "lists"])
+@pytest.mark.parametrize("depth_two", [False, True], ids=["spec", "fields"])
+def test_every_kind_with_nesting_just_under_the_limit(tmp_path: Path, as_list: bool, depth_two: bool) -> None:
+    """No rule (nor the Cilium configuration it reads) recurses into a field without bound."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(_deep_everywhere(as_list, depth_two), encoding="utf-8")
+    result = run_measured(str(path), "--format", "json", cwd=tmp_path)
+    assert result.code in (0, 1) and result.stderr == "", (result.code, result.stderr)
+    report = json.loads(result.stdout)
+    assert report["summary"]["rulesError"] == 0, [r for r in report["rules"] if r["status"] == "error"]
+
+
 @pytest.mark.xfail(strict=True, reason="auditor/cilium_config.py _merge recurses once per level of Helm values: "
                                        "RecursionError (internal error, exit 3) near libyaml's 1,000-level limit")
-def test_deep_helm_values_are_audited(tmp_path: Path) -> None:
-    text = ("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium, namespace: kube-system}\n"
-            f"spec:\n  chart: {{spec: {{chart: cilium}}}}\n  values: {_deep(990)}\n---\n{SERVICE}")
+@pytest.mark.parametrize("release", [
+    "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium, namespace: kube-system}\n"
+    "spec:\n  chart: {spec: {chart: cilium}}\n  values: DEEP\n",
+    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: cilium, namespace: argocd}\n"
+    "spec:\n  source: {chart: cilium, helm: {valuesObject: DEEP}}\n",
+], ids=["helmrelease", "argocd"])
+def test_deep_helm_values_are_audited(tmp_path: Path, release: str) -> None:
     path = tmp_path / "helm.yaml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(release.replace("DEEP", _deep(990)) + "---\n" + SERVICE, encoding="utf-8")
     result = run_measured(str(path), "--format", "json", cwd=tmp_path)
     assert result.code in (0, 1, 3) and "internal error" not in result.stderr, result.stderr
     assert json.loads(result.stdout)["summary"]["rulesError"] == 0
@@ -254,7 +446,7 @@ def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports) ->
     path = tmp_path / "huge.yaml"
     with open(path, "wb") as stream:
         stream.truncate(1024**3)  # sparse: nothing is written
-    result = audit(tmp_path, reports, str(path))
+    result = audit(tmp_path, reports, str(path), fresh=True)
     assert_refused(result, f"{path}:", "1,073,741,824 bytes, over the 536,870,912-byte limit", "--max-file-bytes")
     assert result.max_rss_mb < 100 and result.seconds < 10, result
     reports.untouched()
@@ -271,7 +463,7 @@ def test_max_file_bytes_is_the_limit(tmp_path: Path, reports) -> None:
 
 
 def test_dev_zero_is_refused_without_reading_it_all(tmp_path: Path, reports) -> None:
-    result = audit(tmp_path, reports, "/dev/zero")
+    result = audit(tmp_path, reports, "/dev/zero", fresh=True)
     assert_refused(result, "/dev/zero:", "binary file (contains NUL bytes)")
     assert result.max_rss_mb < 100, f"read far more than one chunk: {result.max_rss_mb:.0f} MB"
     reports.untouched()
@@ -437,21 +629,14 @@ def test_more_files_than_max_files_is_refused(tmp_path: Path, reports) -> None:
 # --- permissions ------------------------------------------------------------------------------
 
 
-def _unprivileged() -> tuple[str, ...]:
-    """A command prefix running the auditor as an unprivileged user: none when not root
-    (chmod is enough), `setpriv` to nobody when root, or skip."""
+def _unprivileged() -> int | None:
+    """The uid to run as: None when not root (chmod is enough), nobody when root (root reads everything)."""
     if os.geteuid() != 0:
-        return ()
-    import shutil
-
-    prefix = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: cannot test unreadable paths (root reads everything)")
-    probe = subprocess.run([*prefix, sys.executable, "-c", "import auditor.cli, yaml, jsonschema"], cwd=ROOT,
-                           capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"running as root and the auditor cannot run as nobody: {probe.stderr.decode()[-200:]}")
-    return prefix
+        return None
+    probe = run_measured("--version", cwd=ROOT, uid=NOBODY)
+    if probe.code != 0:
+        pytest.skip(f"running as root and the auditor cannot run as nobody: {probe.stderr[-200:]}")
+    return NOBODY
 
 
 @pytest.fixture
@@ -463,8 +648,6 @@ def shared_tmp():
     for child in path.rglob("*"):
         if child.is_dir() and not child.is_symlink():
             child.chmod(0o755)
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -478,21 +661,21 @@ def test_unreadable_file_folder_and_path(shared_tmp: Path) -> None:
     unreadable = shared_tmp / "secret.yaml"
     unreadable.write_text(SERVICE, encoding="utf-8")
     unreadable.chmod(0o000)
-    result = run_measured(str(unreadable), *report_args, cwd=ROOT, as_user=user)
+    result = run_measured(str(unreadable), *report_args, cwd=ROOT, uid=user)
     assert_refused(result, f"{unreadable}:", "cannot read: Permission denied")
 
     folder = shared_tmp / "locked"
     folder.mkdir()
     (folder / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     folder.chmod(0o000)
-    result = run_measured(str(folder), *report_args, cwd=ROOT, as_user=user)
+    result = run_measured(str(folder), *report_args, cwd=ROOT, uid=user)
     assert_refused(result, f"{folder}:", "cannot read folder: Permission denied")
 
     inside = shared_tmp / "closed" / "svc.yaml"  # a folder that can be listed but not traversed
     inside.parent.mkdir()
     inside.write_text(SERVICE, encoding="utf-8")
     inside.parent.chmod(0o644)
-    result = run_measured(str(inside), *report_args, cwd=ROOT, as_user=user)
+    result = run_measured(str(inside), *report_args, cwd=ROOT, uid=user)
     assert_refused(result, f"{inside}:", "cannot read: Permission denied")
 
     nested = shared_tmp / "repo"
@@ -500,7 +683,7 @@ def test_unreadable_file_folder_and_path(shared_tmp: Path) -> None:
     (nested / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team" / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team").chmod(0o000)
-    result = run_measured(str(nested), *report_args, cwd=ROOT, as_user=user)
+    result = run_measured(str(nested), *report_args, cwd=ROOT, uid=user)
     assert_refused(result, f"{nested / 'team'}:", "cannot read folder: Permission denied")
     assert list(out.iterdir()) == []
 
@@ -525,7 +708,7 @@ def test_stdin_variants_are_refused(tmp_path: Path, reports, data: bytes, proble
 
 
 def test_stdin_from_dev_zero(tmp_path: Path, reports) -> None:
-    result = audit(tmp_path, reports, "-", stdin_file="/dev/zero")
+    result = audit(tmp_path, reports, "-", stdin_file="/dev/zero", fresh=True)
     assert_refused(result, "<stdin>: binary file (contains NUL bytes)")
     assert result.max_rss_mb < 100, result
 
@@ -553,7 +736,7 @@ def test_stdin_pipe_of_zeros_stops_at_the_first_chunk(tmp_path: Path, reports) -
         except (BrokenPipeError, OSError, ValueError):
             pass
 
-    result = audit(tmp_path, reports, "-", feeder=feeder)
+    result = audit(tmp_path, reports, "-", feeder=feeder, fresh=True)
     assert_refused(result, "<stdin>: binary file (contains NUL bytes)")
     assert result.max_rss_mb < 100 and result.seconds < 10, result
 
@@ -569,8 +752,13 @@ def test_valid_stdin_still_works(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["target"]["inputs"] == ["<stdin>"]
 
 
-def test_measure_is_sane() -> None:
-    """The measurement itself: a trivial run stays far below the bounds."""
-    result = run_measured("--version", cwd=ROOT)
-    assert result.code == 0 and result.max_rss_mb < 200 and result.seconds < MAX_SECONDS, result
-    assert stat.S_ISDIR(os.stat(ROOT).st_mode)
+def test_forked_and_fresh_runs_agree(tmp_path: Path) -> None:
+    """The zygote's children behave as `python -m auditor` does: same exit code, same bytes."""
+    path = tmp_path / "svc.yaml"
+    path.write_text(SERVICE.replace("ClusterIP", "NodePort"), encoding="utf-8")
+    for args in ([str(path), "--format", "json", "--as-of", "2026-11-29"], [str(path), "--format", "junit"],
+                 [str(tmp_path / "missing.yaml")]):
+        forked = run_measured(*args, cwd=tmp_path)
+        fresh = run_measured(*args, cwd=tmp_path, fresh=True)
+        assert (forked.code, forked.stdout, forked.stderr) == (fresh.code, fresh.stdout, fresh.stderr)
+        assert fresh.max_rss_mb < 200 and fresh.seconds < MAX_SECONDS, fresh

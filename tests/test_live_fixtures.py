@@ -1,11 +1,9 @@
 """Shared helpers for the live tests: the lead's dumps served by the test API server.
 
-`served_items(name)` is tests/fixtures/clusters/<name>.json plus what a real
-cluster around it has and an offline dump leaves out: the running Cilium
-agent Pod and operator Deployment (so live-only rules reach a verdict), and a
-Secret whose payload, last-applied annotation and managedFields must never be
-read. `PLATFORM_CRDS` are the CRDs its kinds need (a cluster serving a kind
-has its CRD). `run(...)` runs the real CLI in this process (stdout, stderr,
+`served_items(name)` is tests/fixtures/clusters/<name>.json plus a Secret
+whose payload, last-applied annotation and managedFields must never be read.
+`platform_crds` are the CRDs a Cilium 1.19 cluster serves; those the dump
+already holds are served from the dump. `run(...)` runs the real CLI in this process (stdout, stderr,
 exit code as `main` gives them), `run_subprocess(...)` in a fresh one.
 """
 
@@ -59,29 +57,6 @@ def platform_crds(pool_stored_versions=("v2alpha1", "v2")) -> list[dict]:
     ]
 
 
-def _agent_and_operator() -> list[dict]:
-    meta = {"creationTimestamp": "2026-06-04T09:12:31Z", "resourceVersion": "109001"}
-    operator = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {**meta, "name": "cilium-operator", "namespace": "kube-system",
-                     "uid": "0c0c0c0c-0000-4000-8000-000000000001", "labels": {"io.cilium/app": "operator"}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"io.cilium/app": "operator"}},
-                 "template": {"metadata": {"labels": {"io.cilium/app": "operator"}},
-                              "spec": {"containers": [{"name": "cilium-operator",
-                                                       "image": "quay.io/cilium/operator-generic:v1.19.1"}]}}},
-        "status": {"availableReplicas": 1, "readyReplicas": 1, "replicas": 1},
-    }
-    agent = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {**meta, "name": "cilium-x7k2p", "namespace": "kube-system",
-                     "uid": "0c0c0c0c-0000-4000-8000-000000000002", "labels": {"k8s-app": "cilium"}},
-        "spec": {"containers": [{"name": "cilium-agent", "image": "quay.io/cilium/cilium:v1.19.1"}],
-                 "hostNetwork": True, "nodeName": "node-1"},
-        "status": {"phase": "Running", "startTime": "2026-06-04T09:20:00Z"},
-    }
-    return [operator, agent]
-
-
 def leaky_secret() -> dict:
     """A Secret whose every channel of leakage is filled: data, last-applied, managedFields key names."""
     last_applied = json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-creds", "namespace": "mail"},
@@ -104,23 +79,23 @@ def fixture_items(name: str) -> list[dict]:
 
 
 def served_items(name: str) -> list[dict]:
-    items = copy.deepcopy(fixture_items(name))
-    for item in items:
-        if item["kind"] == "ConfigMap" and item["metadata"]["name"] == "cilium-config":
-            # As Helm leaves it: the last write of its data is recorded, before the agents started.
-            item["metadata"]["managedFields"] = [{
-                "apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "helm", "operation": "Update",
-                "time": item["metadata"]["creationTimestamp"],
-                "fieldsV1": {"f:data": {f"f:{key}": {} for key in sorted(item.get("data") or {})}},
-            }]
-    return items + _agent_and_operator() + [leaky_secret()]
+    return copy.deepcopy(fixture_items(name)) + [leaky_secret()]
+
+
+def serve_items(items: list[dict], crds: list[dict], **kwargs) -> KubeApiServer:
+    """A server for `items` that also serves `crds`, except those the items already hold."""
+    present = {item["metadata"]["name"] for item in items if item["kind"] == "CustomResourceDefinition"}
+    return KubeApiServer(items, extra_crds=[c for c in crds if c["metadata"]["name"] not in present], **kwargs)
 
 
 def serve(name: str = "drifted", *, crds: list[dict] | None = None, **kwargs) -> KubeApiServer:
-    """A started server for fixture `name` (close it, or use it as a context manager)."""
+    """A started server for fixture `name` (close it, or use it as a context manager).
+
+    The dumps hold the CRDs the rules read; the other ones a Cilium cluster
+    serves are added from `platform_crds` (or from `crds`).
+    """
     stored = ("v2alpha1", "v2") if name == "drifted" else ("v2",)
-    return KubeApiServer(served_items(name), extra_crds=platform_crds(stored) if crds is None else crds,
-                         **kwargs).start()
+    return serve_items(served_items(name), platform_crds(stored) if crds is None else crds, **kwargs).start()
 
 
 @pytest.fixture

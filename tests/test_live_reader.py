@@ -22,7 +22,7 @@ from auditor.sources.live.progress import Progress
 from auditor.sources.live.reader import ClusterReader, ReadOptions
 from tests.kubeapi import Fault, KubeApiServer
 from tests.test_live_fixtures import (  # noqa: F401  (fixtures)
-    SECRET_B64, SECRET_VALUE, clean, drifted, kubeconfig, platform_crds, serve, served_items,
+    SECRET_B64, SECRET_VALUE, clean, drifted, kubeconfig, platform_crds, serve, serve_items, served_items,
 )
 
 ALL_KINDS = sorted({gk for rule in registry.load_rules(plugins=False).rules for gk in rule.kinds_read()})
@@ -157,8 +157,9 @@ def test_legacy_discovery_reads_the_same(tmp_path):
 
 def test_absent_crds_are_not_served_and_rules_pass(tmp_path):
     without_gateway_api = [crd for crd in platform_crds() if crd["spec"]["group"] != "gateway.networking.k8s.io"]
-    items = [i for i in served_items("drifted") if not i["apiVersion"].startswith("gateway.networking.k8s.io/")]
-    with KubeApiServer(items, extra_crds=without_gateway_api) as server:
+    items = [i for i in served_items("drifted") if not i["apiVersion"].startswith("gateway.networking.k8s.io/")
+             and not i["metadata"]["name"].endswith(".gateway.networking.k8s.io")]
+    with serve_items(items, without_gateway_api) as server:
         snap = read(server, tmp_path).snapshot
     for gk in (kinds.GATEWAY, kinds.GATEWAY_CLASS, kinds.HTTP_ROUTE):
         assert snap.coverage(gk).state is CoverageState.NOT_SERVED
