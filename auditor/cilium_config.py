@@ -26,8 +26,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -483,23 +481,6 @@ def read_values_file(path: str) -> HelmValues:
     return HelmValues(values=values, origin=f"Helm values file {path}", ref=ref, source=Source(path, 1), lines=located.lines)
 
 
-_VALUES_FILES: ContextVar[tuple[HelmValues, ...]] = ContextVar("cilium_values_files", default=())
-
-
-@contextmanager
-def using_values_files(values: list[HelmValues] | tuple[HelmValues, ...]) -> Iterator[None]:
-    """Make `resolve` include these values files (set by `audit scan --cilium-values`).
-
-    The engine resolves the configuration from the snapshot alone; values files
-    are not objects of the snapshot, so they reach `resolve` this way.
-    """
-    token = _VALUES_FILES.set(tuple(values))
-    try:
-        yield
-    finally:
-        _VALUES_FILES.reset(token)
-
-
 # --- HelmRelease (Flux) and Application (Argo CD) ------------------------------
 
 
@@ -672,9 +653,10 @@ def helm_sources(snapshot: Snapshot, notes: list[str] | None = None) -> list[Hel
 
 
 def resolve(snapshot: Snapshot, values_files: list[HelmValues] | tuple[HelmValues, ...] | None = None) -> CiliumConfig:
-    """The effective configuration of `snapshot`, plus `values_files` (default: those in effect)."""
+    """The effective configuration of `snapshot`, plus `values_files` (default: the snapshot's own,
+    given with `audit scan --cilium-values`)."""
     if values_files is None:
-        values_files = _VALUES_FILES.get()
+        values_files = snapshot.cilium_values
     config = CiliumConfig()
     config_map = find_config_map(snapshot)
     if config_map is not None:

@@ -69,10 +69,11 @@ def builtin_rule_classes() -> list[type[Rule]]:
     return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
 
 
-def _plugin_rule_classes() -> tuple[list[type[Rule]], list[BrokenPlugin]]:
+def _plugin_rule_classes() -> tuple[list[tuple[str, type[Rule]]], list[BrokenPlugin]]:
+    """(entry-point name, rule class) of every plugin that loads, and the ones that do not."""
     from importlib.metadata import entry_points
 
-    classes: list[type[Rule]] = []
+    classes: list[tuple[str, type[Rule]]] = []
     broken: list[BrokenPlugin] = []
     for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
         try:
@@ -84,7 +85,7 @@ def _plugin_rule_classes() -> tuple[list[type[Rule]], list[BrokenPlugin]]:
         if problems:
             broken.append(BrokenPlugin(entry_point.name, f"plugin {entry_point.value}: {'; '.join(problems)}"))
         else:
-            classes.append(loaded)
+            classes.append((entry_point.name, loaded))
     return classes, broken
 
 
@@ -106,10 +107,14 @@ def load_rules(plugins: bool = True) -> RuleSet:
     broken: list[BrokenPlugin] = []
     if plugins:
         plugin_classes, broken = _plugin_rule_classes()
-        builtin_ids = {cls.id for cls in classes}
-        for cls in plugin_classes:
-            if cls.id in builtin_ids or any(other.id == cls.id for other in classes):
-                broken.append(BrokenPlugin(cls.id, f"plugin rule id {cls.id!r} is already taken"))
+        for entry_name, cls in plugin_classes:
+            if any(other.id == cls.id for other in classes):
+                # Reported under the entry point's name (made unique), so the
+                # report never lists two rules with one id and --skip-rule can
+                # name the broken plugin.
+                taken = {other.id for other in classes} | {plugin.id for plugin in broken}
+                name = entry_name if entry_name not in taken else f"plugin:{entry_name}"
+                broken.append(BrokenPlugin(name, f"plugin {entry_name}: rule id {cls.id!r} is already taken"))
             else:
                 classes.append(cls)
     return RuleSet(sorted((cls() for cls in classes), key=lambda rule: rule.id), broken)

@@ -103,6 +103,13 @@ class RuleContext:
             raise NotRun(why)
 
 
+def cilium_config_kinds() -> tuple[str, ...]:
+    """The kinds any of which shows the Cilium configuration (rules require them as one group)."""
+    from auditor.cilium_config import CONFIG_KINDS  # the object model's, imported late: no cycle
+
+    return CONFIG_KINDS
+
+
 def unmet_requirement(snapshot: Snapshot, rule: Rule) -> tuple[CoverageState, str] | None:
     """Why `rule` cannot run on `snapshot`, or None when its data is there.
 
@@ -116,6 +123,8 @@ def unmet_requirement(snapshot: Snapshot, rule: Rule) -> tuple[CoverageState, st
             return CoverageState.FAILED, coverage.reason or f"reading {gk} failed"
     for requirement in rule.requires:
         alternatives = (requirement,) if isinstance(requirement, str) else requirement
+        if snapshot.cilium_values and alternatives == cilium_config_kinds():
+            continue  # "the Cilium configuration": a values file given beside the input shows it
         if not any(snapshot.coverage(gk).state.known for gk in alternatives):
             if len(alternatives) == 1:
                 reason = snapshot.coverage(alternatives[0]).reason

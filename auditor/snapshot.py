@@ -51,6 +51,9 @@ class Snapshot:
     listed: dict[str, Coverage] = field(default_factory=dict)
     # Served versions of CRDs as discovery saw them (live and snapshots).
     served_versions: dict[str, list[str]] = field(default_factory=dict)
+    # Cilium Helm values files given beside the objects (`--cilium-values`):
+    # auditor.cilium_config.HelmValues, read by cilium_config.resolve.
+    cilium_values: list = field(default_factory=list)
     # Fleet results (mode "fleet"): one entry per cluster audited.
     clusters: list[ClusterInfo] = field(default_factory=list)
     _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)

@@ -8,6 +8,7 @@ from auditor import kinds
 from auditor.model import Finding, Severity
 from auditor.rule import NotRun, Rule, RuleContext
 from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import flag
 from auditor_rules._services import handled_by_cilium_l2, l2_policy_selects, service_type
 
 L2_KEY = "enable-l2-announcements"
@@ -83,7 +84,7 @@ spec:
         if ctx.cilium.settings_known:
             # cilium-config decides: absent, the key defaults to off, and with
             # L2 off the policies are inert (nothing is announced).
-            l2_enabled = bool(ctx.cilium.flag(L2_KEY))
+            l2_enabled = flag(ctx, L2_KEY, f"{len(local)} LoadBalancer Service(s) use externalTrafficPolicy Local")
             if not l2_enabled:
                 return
         else:

@@ -8,6 +8,7 @@ from auditor import kinds
 from auditor.model import Finding, K8sObject, Severity
 from auditor.rule import NotRun, Rule, RuleContext
 from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import concrete
 
 KPR_KEY = "kube-proxy-replacement"
 # "strict" is the pre-1.16 spelling of full replacement (removed in 1.16, and
@@ -101,7 +102,7 @@ spec:
                 f"kube-proxy objects are present ({', '.join(o.ref.display for o, _, _ in present)}) but the "
                 f"input does not show whether Cilium replaces kube-proxy (no cilium-config {KPR_KEY})"
             )
-        setting = ctx.cilium.get(KPR_KEY)
+        setting = concrete(ctx, KPR_KEY, "kube-proxy objects are present")
         if setting is None or setting.value.strip().lower() not in REPLACEMENT_ON:
             return  # kube-proxy is still the Service proxy: nothing is left over
         for obj, severity, why in present:

@@ -385,13 +385,30 @@ def test_later_values_file_wins(tmp_path: Path) -> None:
     assert config.anchor is not None and config.anchor[0].name.endswith("override.yaml")
 
 
-def test_values_files_in_effect_reach_resolve(tmp_path: Path) -> None:
+def test_values_files_of_the_snapshot_reach_resolve(tmp_path: Path) -> None:
     values = _values_file(tmp_path, "kubeProxyReplacement: true\n")
-    snapshot = Snapshot.build([])
-    assert not cilium_config.resolve(snapshot).settings_known
-    with cilium_config.using_values_files([values]):
-        assert cilium_config.resolve(snapshot).value("kube-proxy-replacement") == "true"
-    assert not cilium_config.resolve(snapshot).found
+    assert not cilium_config.resolve(Snapshot.build([])).found
+    snapshot = Snapshot.build([], cilium_values=[values])
+    assert cilium_config.resolve(snapshot).value("kube-proxy-replacement") == "true"
+
+
+def test_a_values_file_alone_lets_configuration_rules_run(tmp_path: Path) -> None:
+    """Manifests without any Cilium object, plus --cilium-values: the rules that only
+    need the configuration reach a verdict instead of not-run."""
+    from tests.conftest import run_cli
+
+    manifests = tmp_path / "app.yaml"
+    manifests.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n", encoding="utf-8")
+    values = tmp_path / "values.yaml"
+    values.write_text("kubeProxyReplacement: true\nk8sServiceHost: 10.0.0.10\nk8sServicePort: 6443\n"
+                      "encryption: {enabled: false}\n", encoding="utf-8")
+    result = run_cli(str(manifests), "--cilium-values", str(values), "--format", "json",
+                     "--rule", "kpr-not-enabled", "--rule", "wireguard-disabled")
+    report = json.loads(result.stdout)
+    assert {r["id"]: r["status"] for r in report["rules"]} == {"kpr-not-enabled": "passed", "wireguard-disabled": "failed"}
+    assert f"--cilium-values {values}" in report["target"]["inputs"]
+    (finding,) = report["findings"]
+    assert finding["file"] == str(values)
 
 
 def test_agent_env_value_from_is_set_but_not_concrete(tmp_path: Path) -> None:

@@ -199,13 +199,25 @@ _TEMPLATE_CACHE: dict[int, tuple[str, list[tuple], list[tuple]]] = {}
 def _template_parts(template: dict) -> tuple[str, list[tuple], list[tuple]]:
     key = id(template)
     if key not in _TEMPLATE_CACHE:
-        paths = _paths(template)
+        text = json.dumps(template, default=str)
+        paths = _paths(json.loads(text))  # keys as JSON has them (strings)
         _TEMPLATE_CACHE[key] = (
-            json.dumps(template, default=str),
+            text,
             [p for p in paths if p and p not in IDENTITY_PATHS],
             [p for p in paths if p in IDENTITY_PATHS],
         )
     return _TEMPLATE_CACHE[key]
+
+
+_MISSING = object()
+
+
+def _child(node: Any, step: Any) -> Any:
+    if isinstance(node, dict) and isinstance(step, str) and step in node:
+        return node[step]
+    if isinstance(node, list) and isinstance(step, int) and step < len(node):
+        return node[step]
+    return _MISSING
 
 
 def _replace(document: Any, path: tuple, make) -> Any:
@@ -214,14 +226,12 @@ def _replace(document: Any, path: tuple, make) -> Any:
         return make(document)
     parent = document
     for step in path[:-1]:
-        try:
-            parent = parent[step]
-        except (KeyError, IndexError, TypeError):
-            return document  # an earlier mutation removed the way there
+        parent = _child(parent, step)
+        if parent is _MISSING:
+            return document  # an earlier mutation removed the way there, or put a scalar on it
     last = path[-1]
-    try:
-        old = parent[last]
-    except (KeyError, IndexError, TypeError):
+    old = _child(parent, last)
+    if old is _MISSING:
         return document
     new = make(old)
     if new is _DELETE:

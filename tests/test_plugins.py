@@ -235,7 +235,8 @@ def test_broken_plugins_are_error_results_not_crashes(installed, broken, tmp_pat
     assert "title must be one line without a final period" in errors["acme-bad-metadata"]
     assert "rule crashed: KeyError" in errors["acme-crashes"]
     assert "not a subclass of auditor.rule.Rule" in errors["acme-not-a-rule"]
-    assert any("already taken" in reason for reason in errors.values())
+    assert "rule id 'lb-service-not-excepted' is already taken" in errors["acme-clash"]
+    assert len({r["id"] for r in report["rules"]}) == len(report["rules"]), "one entry per rule id"
     # The other rules still reached their verdicts, the plugin that works included.
     statuses = {r["id"]: r["status"] for r in report["rules"] if r["status"] != "error"}
     assert statuses[RULE_ID] == "failed" and statuses["lb-service-not-excepted"] == "failed"

@@ -16,12 +16,15 @@ from auditor.cli.common import AuditOptions, audit_options, finish, prepare
               help="Refuse folders holding more manifest files than this.")
 @click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
               help="Refuse YAML documents whose aliases add more nodes than this.")
+@click.option("--allow-no-objects", is_flag=True,
+              help="Input without any Kubernetes object is not an error: every rule is then not-run "
+                   "(for pre-commit runs on commits that change only other YAML).")
 @click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
               help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
                    "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
 @click.pass_context
 def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
-         max_alias_expansion: int, cilium_values: tuple[str, ...]) -> None:
+         max_alias_expansion: int, allow_no_objects: bool, cilium_values: tuple[str, ...]) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
@@ -35,8 +38,9 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     prepared = prepare(options)
     values_files = [cilium_config.read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion)
-    snapshot = read_paths(list(paths), limits=limits)
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
-    with cilium_config.using_values_files(values_files):
-        ctx.exit(finish(snapshot, prepared, options))
+    snapshot.cilium_values = values_files
+    snapshot.inputs.extend(f"--cilium-values {values.ref.name}" for values in values_files)
+    ctx.exit(finish(snapshot, prepared, options))

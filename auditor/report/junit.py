@@ -4,7 +4,7 @@ Test names are stable (`kind/namespace/name`, class name = rule id) so CI
 history follows each object over time. Failures carry the message and the
 remediation, excepted findings are skipped with the reason, and rules that
 could not run are errors. The output validates against the JUnit schema
-Jenkins' xUnit plugin uses (tests/test_reports.py checks it); junit-xml builds
+Jenkins' xUnit plugin uses (tests/test_reports_junit.py checks it); junit-xml builds
 the elements, and the `disabled` attribute it adds (not in that schema) is
 dropped.
 """

@@ -272,8 +272,14 @@ def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, boo
             raise InputError(f"{path}: no such file or folder")  # pragma: no cover - vanished meanwhile
 
 
-def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None) -> Snapshot:
-    """Read every path into one snapshot, or raise `InputError` naming what is wrong."""
+def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
+               allow_no_objects: bool = False) -> Snapshot:
+    """Read every path into one snapshot, or raise `InputError` naming what is wrong.
+
+    Input without any Kubernetes object is an error (a mistyped path, a Helm
+    values file) unless `allow_no_objects`: a pre-commit run on a commit that
+    touches only non-Kubernetes YAML has nothing to audit, and says so.
+    """
     if not paths:
         raise InputError("no input given (a file, a folder, or - for standard input)")
     if paths.count(STDIN) > 1:
@@ -289,7 +295,7 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
         else:
             _read_one(out, path, _read_file(path, limits, explicit), limits, explicit)
     inputs = [STDIN_NAME if p == STDIN else p for p in paths]
-    if not out.objects and out.header is None:  # an empty snapshot is a valid one: its kinds were listed empty
+    if not out.objects and out.header is None and not allow_no_objects:  # an empty snapshot is a valid one
         detail = f" ({len(out.ignored)} documents ignored: not Kubernetes objects)" if out.ignored else ""
         raise InputError(f"{', '.join(inputs)}: no Kubernetes objects found{detail}")
     if out.header is not None:
