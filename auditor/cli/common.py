@@ -160,7 +160,7 @@ def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
 
 def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     """Apply --baseline, write the reports, and return the exit code."""
-    from auditor.report.output import write_atomically
+    from auditor.atomic import write_atomically
 
     if prepared.baseline is not None and options.baseline_file:
         from auditor import baseline

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sys
-import tempfile
 from typing import Iterator, TextIO
 
 from auditor import kinds
-from auditor.errors import AuditError
+from auditor.atomic import write_atomically
 from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
 from auditor.sources.live.reader import redact_secret
@@ -79,24 +77,5 @@ def write(path: str, snapshot: Snapshot, taken_at: str, counts: dict[str, int] |
         _write_chunks(sys.stdout, chunks)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".audit-snapshot-", suffix=".tmp", dir=directory)
-    except OSError as error:
-        raise AuditError(f"{path}: cannot write snapshot: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
-            _write_chunks(stream, chunks)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if isinstance(error, OSError):
-            raise AuditError(f"{path}: cannot write snapshot: {error.strerror or error}") from None
-        raise
+    # Mode 0600: a snapshot holds the cluster's objects (redacted, but still not for everyone).
+    write_atomically(path, chunks, mode=0o600, what="snapshot")
