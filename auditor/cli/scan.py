@@ -32,11 +32,11 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
     """
-    from auditor import cilium_config
+    from auditor.helm_values import read_values_file
     from auditor.sources.files import ReadLimits, read_paths
 
     prepared = prepare(options)
-    values_files = [cilium_config.read_values_file(path) for path in cilium_values]
+    values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion)
     snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
