@@ -447,8 +447,19 @@ def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports) ->
     with open(path, "wb") as stream:
         stream.truncate(1024**3)  # sparse: nothing is written
     result = audit(tmp_path, reports, str(path), fresh=True)
-    assert_refused(result, f"{path}:", "1,073,741,824 bytes, over the 536,870,912-byte limit", "--max-file-bytes")
+    assert_refused(result, f"{path}:", "1,073,741,824 bytes, over the 805,306,368-byte limit", "--max-file-bytes")
     assert result.max_rss_mb < 100 and result.seconds < 10, result
+    reports.untouched()
+
+
+def test_node_dense_yaml_is_refused_before_parsing(tmp_path: Path, reports) -> None:
+    """8 MB of `[],` would build ~2.7 million nodes (about 2 GB in libyaml's graph):
+    refused from a cheap count, in bounded memory, before any parsing."""
+    path = tmp_path / "dense.yaml"
+    path.write_text("[" + "[]," * 2_700_000 + "[]]\n", encoding="utf-8")
+    result = audit(tmp_path, reports, str(path), fresh=True)
+    assert_refused(result, f"{path}:", "YAML nodes (lines and flow items), over the 2,000,000-node limit", "--max-yaml-nodes")
+    assert result.max_rss_mb < 150 and result.seconds < 10, result
     reports.untouched()
 
 

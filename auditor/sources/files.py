@@ -20,7 +20,7 @@ from auditor.model import IgnoredDocument, K8sObject, Source
 from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
 from auditor.sources.json_docs import JSONInputError, load_json
-from auditor.sources.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, YAMLInputError, iter_documents
+from auditor.sources.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, DEFAULT_MAX_NODES, YAMLInputError, iter_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
@@ -29,9 +29,11 @@ STDIN_NAME = "<stdin>"
 
 @dataclass(frozen=True)
 class ReadLimits:
-    max_file_bytes: int = 512 * 1024 * 1024
+    # A 100,000-object `kubectl get -o json` List is about 670 MB; a 1 GB file is refused.
+    max_file_bytes: int = 768 * 1024 * 1024
     max_files: int = 50_000
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
+    max_yaml_nodes: int = DEFAULT_MAX_NODES
 
 
 @dataclass
@@ -192,7 +194,8 @@ def _documents(name: str, text: str, limits: ReadLimits) -> Iterator[tuple[Any, 
         yield document.data, document.line, document.item_lines
         return
     try:
-        for document in iter_documents(text, max_alias_expansion=limits.max_alias_expansion):
+        for document in iter_documents(text, max_alias_expansion=limits.max_alias_expansion,
+                                       max_nodes=limits.max_yaml_nodes):
             yield document.data, document.line, document.item_lines
     except YAMLInputError as error:
         raise InputError.at(name, error.line, error.problem) from None
