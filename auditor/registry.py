@@ -69,6 +69,39 @@ def builtin_rule_classes() -> list[type[Rule]]:
     return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
 
 
+def builtin_index() -> list[dict]:
+    """The built-in rules' metadata from rules/index.json, without importing them.
+
+    Generated with the rule reference (python -m auditor.rule_docs --write) and
+    checked fresh by the test suite; `audit rules` reads it so that listing the
+    rules stays fast however many there are.
+    """
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("auditor_rules").joinpath("index.json").read_text(encoding="utf-8"))
+
+
+def plugin_rules() -> tuple[list[Rule], list[BrokenPlugin]]:
+    """The plugins (entry points), loaded and checked.
+
+    A plugin whose rule id is taken is reported under its entry point's name
+    (made unique), so a report never lists two rules with one id and
+    --skip-rule can name the broken plugin.
+    """
+    builtin_ids = {entry["id"] for entry in builtin_index()}
+    classes, broken = _plugin_rule_classes()
+    rules: list[Rule] = []
+    for entry_name, cls in classes:
+        if cls.id in builtin_ids or any(rule.id == cls.id for rule in rules):
+            taken = builtin_ids | {rule.id for rule in rules} | {plugin.id for plugin in broken}
+            name = entry_name if entry_name not in taken else f"plugin:{entry_name}"
+            broken.append(BrokenPlugin(name, f"plugin {entry_name}: rule id {cls.id!r} is already taken"))
+        else:
+            rules.append(cls())
+    return rules, broken
+
+
 def _plugin_rule_classes() -> tuple[list[tuple[str, type[Rule]]], list[BrokenPlugin]]:
     """(entry-point name, rule class) of every plugin that loads, and the ones that do not."""
     from importlib.metadata import entry_points
@@ -103,21 +136,12 @@ class RuleSet:
 
 
 def load_rules(plugins: bool = True) -> RuleSet:
-    classes = builtin_rule_classes()
+    rules = [cls() for cls in builtin_rule_classes()]
     broken: list[BrokenPlugin] = []
     if plugins:
-        plugin_classes, broken = _plugin_rule_classes()
-        for entry_name, cls in plugin_classes:
-            if any(other.id == cls.id for other in classes):
-                # Reported under the entry point's name (made unique), so the
-                # report never lists two rules with one id and --skip-rule can
-                # name the broken plugin.
-                taken = {other.id for other in classes} | {plugin.id for plugin in broken}
-                name = entry_name if entry_name not in taken else f"plugin:{entry_name}"
-                broken.append(BrokenPlugin(name, f"plugin {entry_name}: rule id {cls.id!r} is already taken"))
-            else:
-                classes.append(cls)
-    return RuleSet(sorted((cls() for cls in classes), key=lambda rule: rule.id), broken)
+        plugin_list, broken = plugin_rules()
+        rules += plugin_list
+    return RuleSet(sorted(rules, key=lambda rule: rule.id), broken)
 
 
 def select(rule_set: RuleSet, only: Iterable[str] = (), skip: Iterable[str] = ()) -> RuleSet:

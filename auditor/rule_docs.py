@@ -1,7 +1,8 @@
 """The rule reference, generated from rule metadata (kube-linter style).
 
-`docs/rules.md` and the rule table in README.md are outputs of this module;
-the test suite fails when either is stale. Regenerate both with:
+`docs/rules.md`, the rule table in README.md and `rules/index.json` (what
+`audit rules` lists without importing every rule) are outputs of this module;
+the test suite fails when any is stale. Regenerate both with:
 
     python -m auditor.rule_docs --write
 """
@@ -9,6 +10,7 @@ the test suite fails when either is stale. Regenerate both with:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -91,6 +93,21 @@ def replace_readme_block(readme: str, rules: list[Rule]) -> str:
     return readme[:start] + render_readme_block(rules) + readme[end + len(README_END):]
 
 
+def render_index(rules: list[Rule]) -> str:
+    """rules/index.json: what `audit rules` lists, without importing every rule module."""
+    entries = [
+        {
+            "id": rule.id,
+            "severity": rule.severity.value,
+            "title": rule.title,
+            "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
+            "uses": list(rule.uses),
+        }
+        for rule in rules
+    ]
+    return json.dumps(entries, indent=1) + "\n"
+
+
 def builtin_rules() -> list[Rule]:
     # Only the built-in rules: a plugin installed on one machine must not change the docs.
     return load_rules(plugins=False).rules
@@ -98,7 +115,8 @@ def builtin_rules() -> list[Rule]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite docs/rules.md and README.md's rule table")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite docs/rules.md, README.md's rule table and rules/index.json")
     parser.add_argument("--root", default=".", help="repository root")
     args = parser.parse_args(argv)
     rules = builtin_rules()
@@ -110,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     (root / "docs" / "rules.md").write_text(render_reference(rules), encoding="utf-8")
     readme = root / "README.md"
     readme.write_text(replace_readme_block(readme.read_text(encoding="utf-8"), rules), encoding="utf-8")
+    (root / "rules" / "index.json").write_text(render_index(rules), encoding="utf-8")
     return 0
 
 

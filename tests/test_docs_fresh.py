@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.rule_docs import builtin_rules, render_reference, replace_readme_block
+from auditor.rule_docs import builtin_rules, render_index, render_reference, replace_readme_block
 from tests.conftest import ROOT
 
 HINT = "regenerate with: python -m auditor.rule_docs --write"
@@ -11,6 +11,12 @@ HINT = "regenerate with: python -m auditor.rule_docs --write"
 def test_docs_rules_md_is_fresh() -> None:
     current = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert current == render_reference(builtin_rules()), HINT
+
+
+def test_rule_index_is_fresh() -> None:
+    """`audit rules` lists rules from rules/index.json without importing them: it must match."""
+    current = (ROOT / "rules" / "index.json").read_text(encoding="utf-8")
+    assert current == render_index(builtin_rules()), HINT
 
 
 def test_readme_rule_table_is_fresh() -> None:

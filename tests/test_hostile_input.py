@@ -398,13 +398,13 @@ def _deep_everywhere(as_list: bool, depth_two: bool) -> str:
     for template in yaml.safe_load_all((FIXTURES / "fuzz" / "templates.yaml").read_text(encoding="utf-8")):
         if template["kind"] in HELM_KINDS:
             continue
-        if depth_two:
+        if depth_two:  # the first few fields of each section (all of them would only cost time)
             for section in ("spec", "data", "status", "metadata"):
                 fields = template.get(section)
                 if isinstance(fields, dict):
-                    for key in fields:
-                        if (section, key) not in (("metadata", "name"), ("metadata", "namespace")):
-                            fields[key] = "DEEP"
+                    keys = [k for k in fields if (section, k) not in (("metadata", "name"), ("metadata", "namespace"))]
+                    for key in keys[:3]:
+                        fields[key] = "DEEP"
         else:
             template["spec"] = "DEEP"
         documents.append(yaml.safe_dump(template, sort_keys=False).replace("DEEP", deep))

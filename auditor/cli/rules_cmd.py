@@ -12,27 +12,28 @@ import click
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules(output_format: str) -> None:
     """List the rules (built-in and plugins)."""
-    from auditor.registry import load_rules
+    from auditor.registry import builtin_index, plugin_rules
 
-    rule_set = load_rules()
+    plugins, broken = plugin_rules()
+    entries = builtin_index() + [
+        {
+            "id": rule.id,
+            "severity": rule.severity.value,
+            "title": rule.title,
+            "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
+            "uses": list(rule.uses),
+        }
+        for rule in plugins
+    ]
+    entries.sort(key=lambda entry: entry["id"])
     if output_format == "json":
-        payload = [
-            {
-                "id": rule.id,
-                "severity": rule.severity.value,
-                "title": rule.title,
-                "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
-                "uses": list(rule.uses),
-            }
-            for rule in rule_set.rules
-        ]
-        payload += [{"id": p.id, "error": p.reason} for p in rule_set.broken]
+        payload = entries + [{"id": p.id, "error": p.reason} for p in broken]
         click.echo(json.dumps(payload, indent=2))
         return
     from tabulate import tabulate
 
-    rows = [[rule.id, rule.severity.value, rule.title] for rule in rule_set.rules]
-    rows += [[p.id, "error", f"(broken plugin) {p.reason}"] for p in rule_set.broken]
+    rows = [[entry["id"], entry["severity"], entry["title"]] for entry in entries]
+    rows += [[p.id, "error", f"(broken plugin) {p.reason}"] for p in broken]
     click.echo(tabulate(rows, headers=["ID", "SEVERITY", "TITLE"], tablefmt="simple"))
 
 
