@@ -40,6 +40,7 @@ TARGETS = {
     "growth": ("audit time growth 10k -> 100k <= 12x", 12.0),
     "tree": ("tree audit wall <= 1.5x CSafeLoader parse", 1.5),
     "version": ("`python -m auditor --version` < 0.3 s", 0.3),
+    "rules": ("`python -m auditor rules` < 0.3 s", 0.3),
 }
 
 
@@ -173,7 +174,8 @@ def print_table(rows: list[Row]) -> None:
                 print(f"  {r.ds.label} {m.label}: {m.error}")
 
 
-def evaluate(rows: list[Row], version: Measurement | None) -> list[tuple[str, str, str]]:
+def evaluate(rows: list[Row], version: Measurement | None,
+             rules: Measurement | None = None) -> list[tuple[str, str, str]]:
     """(description, PASS|FAIL|N/A, detail) for every target."""
     by = {r.ds.label: r for r in rows}
     res: list[tuple[str, str, str]] = []
@@ -194,9 +196,10 @@ def evaluate(rows: list[Row], version: Measurement | None) -> list[tuple[str, st
     verdict("growth", growth)
     tree = next((r for r in rows if r.ds.kind == "tree"), None)
     verdict("tree", _ratio(tree.audit, tree.parse, "wall_s") if tree else None)
-    verdict("version", version.wall_s if version and version.ok else None, " s")
-    if version and version.ok and version.wall_s >= TARGETS["version"][1]:
-        res[-1] = (res[-1][0], "FAIL", res[-1][2])
+    for key, startup in (("version", version), ("rules", rules)):
+        verdict(key, startup.wall_s if startup and startup.ok else None, " s")
+        if startup and startup.ok and startup.wall_s >= TARGETS[key][1]:
+            res[-1] = (res[-1][0], "FAIL", res[-1][2])
     return res
 
 
@@ -286,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     nogc = gc_info(rows, a)
     version = measure("--version", [a.python, "-m", "auditor", "--version"], max(a.reps, 5), cwd=ROOT,
                       warmup=True, timeout=60, ok_codes={0}) if have_auditor else None
+    rules = measure("rules", [a.python, "-m", "auditor", "rules"], max(a.reps, 5), cwd=ROOT,
+                    warmup=True, timeout=60, ok_codes={0}) if have_auditor else None
     bare = measure("python -c pass", [a.python, "-c", "pass"], max(a.reps, 5), warmup=True)
     print()
     print_table(rows)
@@ -293,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
           + (f"{version.wall_s:.3f} s, {version.rss_mib:.0f} MiB" if version and version.ok
              else ("skipped" if not a.audit else "auditor not installed") if version is None
              else f"ERROR ({version.error})"))
+    if rules is not None:
+        print(f"`-m auditor rules`: " + (f"{rules.wall_s:.3f} s, {rules.rss_mib:.0f} MiB" if rules.ok
+                                          else f"ERROR ({rules.error})"))
     by = {r.ds.label: r for r in rows}
     if "cluster-10k" in by and "cluster-100k" in by and by["cluster-10k"].parse.ok and by["cluster-100k"].parse.ok:
         print(f"json.load growth 10k -> 100k: {by['cluster-100k'].parse.wall_s / by['cluster-10k'].parse.wall_s:.1f}x")
@@ -305,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     if load_warning(loads):
         print(load_warning(loads))
     print("\ntargets:")
-    results = evaluate(rows, version)
+    results = evaluate(rows, version, rules)
     for desc, status, detail in results:
         print(f"  [{status:4}] {desc}: {detail}")
     extra = run_checkov(a, next((r for r in rows if r.ds.kind == "tree"), None)) if a.checkov else None
@@ -316,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             "rows": [{"dataset": r.ds.label, "path": str(r.ds.path), "objects": r.ds.objects, "bytes": r.ds.bytes,
                       "generation_s": r.ds.gen_s, "parse": r.parse.as_dict(),
                       "audit": r.audit.as_dict() if r.audit else None} for r in rows],
-            "version": version.as_dict() if version else None, "interpreter_startup": bare.as_dict(),
+            "version": version.as_dict() if version else None, "rules": rules.as_dict() if rules else None,
+            "interpreter_startup": bare.as_dict(),
             "json_load_gc_off": nogc.as_dict() if nogc else None, "load_average_1min": loads,
             "targets": [{"target": d, "status": s, "detail": x} for d, s, x in results], "checkov": extra},
             indent=2) + "\n")
