@@ -295,27 +295,32 @@ def _release_chart(snapshot: Snapshot, release: K8sObject) -> tuple[bool, str | 
 
 
 def _merge(target: dict, layer: Any, label: str, provenance: dict[tuple, str], prefix: tuple = ()) -> None:
-    """Helm's merge: maps merge recursively, anything else replaces, null deletes."""
-    if not isinstance(layer, dict):
-        return
-    for key, value in layer.items():
-        if not isinstance(key, str):
+    """Helm's merge: maps merge recursively, anything else replaces, null deletes.
+
+    Walked with an explicit stack, not recursion: values nested as deep as
+    libyaml allows (1,000 levels) must not exhaust Python's recursion limit.
+    """
+    stack: list[tuple[dict, Any, tuple]] = [(target, layer, prefix)]
+    while stack:
+        into, source, at = stack.pop()
+        if not isinstance(source, dict):
             continue
-        path = (*prefix, key)
-        if value is None:
-            target.pop(key, None)
-            for known in [p for p in provenance if p[: len(path)] == path]:
-                del provenance[known]
-            continue
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge(target[key], value, label, provenance, path)
-            continue
-        if isinstance(value, dict):
-            target[key] = {}
-            _merge(target[key], value, label, provenance, path)
-            continue
-        target[key] = value
-        provenance[path] = label
+        for key, value in source.items():
+            if not isinstance(key, str):
+                continue
+            path = (*at, key)
+            if value is None:
+                into.pop(key, None)
+                for known in [p for p in provenance if p[: len(path)] == path]:
+                    del provenance[known]
+                continue
+            if isinstance(value, dict):
+                if not isinstance(into.get(key), dict):
+                    into[key] = {}
+                stack.append((into[key], value, path))
+                continue
+            into[key] = value
+            provenance[path] = label
 
 
 def _parse_embedded_values(text: str) -> tuple[dict | None, str | None]:

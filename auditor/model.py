@@ -11,6 +11,7 @@ never has to guard a `.get` chain against a list.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -24,6 +25,10 @@ _MOVED_KINDS: dict[tuple[str, str], str] = {
     ("extensions", "Ingress"): "networking.k8s.io",
     ("extensions", "NetworkPolicy"): "networking.k8s.io",
 }
+
+
+# Kinds are CamelCase identifiers (CRD names.kind validation): no dots, spaces or slashes.
+_KIND_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -143,6 +148,9 @@ class K8sObject:
             value = raw.get(key)
             if not isinstance(value, str) or not value:
                 return f"no {key}"
+        if not _KIND_NAME.match(raw["kind"]):
+            # `kind: DaemonSet.apps` would be indexed as the apps group's DaemonSet.
+            return f"kind {raw['kind'][:60]!r} is not a kind name"
         meta = raw.get("metadata")
         if not isinstance(meta, dict):
             return "no metadata"

@@ -215,3 +215,16 @@ def test_every_corpus_directory_audits_without_error(corpus: Path) -> None:
         assert result.code in (0, 1, 3), (folder, result.stderr)
         report = json.loads(result.stdout)
         assert not [r for r in report["rules"] if r["status"] == "error"], (folder, report["rules"])
+
+
+def test_escape_sequences_from_the_input_reach_the_terminal_as_text(tmp_path: Path) -> None:
+    """An object name can carry a terminal escape (clear screen, set title): printed as text."""
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "smtp\u001b]0;pwned\u0007\u001b[2J", "namespace": "mail"}, "spec": {"type": "LoadBalancer"}}),
+        encoding="utf-8")
+    for colour in ("--no-color", "--color"):
+        result = run_cli(str(hostile), colour, "--rule", "lb-service-not-excepted", *AS_OF)
+        assert result.code == 1
+        assert "\u0007" not in result.stdout and "\u001b]" not in result.stdout and "\u001b[2J" not in result.stdout
+        assert "\\x1b]0;pwned\\x07\\x1b[2J" in result.stdout.replace("\n", "")

@@ -423,8 +423,6 @@ def test_every_kind_with_nesting_just_under_the_limit(tmp_path: Path, as_list: b
     assert report["summary"]["rulesError"] == 0, [r for r in report["rules"] if r["status"] == "error"]
 
 
-@pytest.mark.xfail(strict=True, reason="auditor/cilium_config.py _merge recurses once per level of Helm values: "
-                                       "RecursionError (internal error, exit 3) near libyaml's 1,000-level limit")
 @pytest.mark.parametrize("release", [
     "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium, namespace: kube-system}\n"
     "spec:\n  chart: {spec: {chart: cilium}}\n  values: DEEP\n",

@@ -177,3 +177,12 @@ def test_snapshot_header_carries_coverage_and_target(tmp_path: Path) -> None:
     document["auditSnapshot"]["formatVersion"] = 9
     with pytest.raises(InputError, match="unsupported formatVersion 9"):
         read_paths([_write(tmp_path, "snap9.json", json.dumps(document))])
+
+
+def test_a_kind_that_is_not_a_kind_name_is_not_guessed_at(tmp_path: Path) -> None:
+    """`kind: DaemonSet.apps` must not be indexed as the apps group's DaemonSet."""
+    snapshot = read_paths([_write(tmp_path, "odd.yaml", (
+        "apiVersion: v1\nkind: DaemonSet.apps\nmetadata: {name: kube-proxy, namespace: kube-system}\n---\n"
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\n"))])
+    assert [obj.gk for obj in snapshot] == ["Service"]
+    assert snapshot.ignored[0].reason == "not a Kubernetes object (kind 'DaemonSet.apps' is not a kind name)"

@@ -103,5 +103,8 @@ def diff(ctx: click.Context, old_report: str, new_report: str, output_format: st
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        click.echo(_text(old_report, new_report, comparison, new_failing, threshold.value), nl=False)
+        from auditor.report.text import neutralize
+
+        # The reports' object names come from audited input: escapes print as text.
+        click.echo(neutralize(_text(old_report, new_report, comparison, new_failing, threshold.value), False), nl=False)
     ctx.exit(code)

@@ -6,6 +6,8 @@ never with NO_COLOR); the words carry the meaning, colour only helps.
 
 from __future__ import annotations
 
+import re
+
 from tabulate import tabulate
 
 from auditor.baseline import UNCHANGED, Baseline, baseline_of
@@ -25,6 +27,19 @@ class _Style:
         if not self.enabled:
             return text
         return f"\033[{_COLOURS[colour]}m{text}\033[0m"
+
+
+# Object names, messages and file names come from the input: a control
+# character in them (an escape sequence that moves the cursor, rewrites the
+# title, clears the screen) must reach the terminal as text, not as a command.
+# With colour on, only plain SGR colour sequences (what `_Style` writes) pass.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_BUT_COLOUR = re.compile(r"\x1b(?!\[\d{1,2}m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]")
+
+
+def neutralize(text: str, colour: bool) -> str:
+    pattern = _CONTROL_BUT_COLOUR if colour else _CONTROL
+    return pattern.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def _plural(count: int, word: str) -> str:
@@ -148,7 +163,7 @@ def render(result: AuditResult, color: bool = False) -> str:
     lines.append("")
     lines.append(style(", ".join(parts), "bold"))
     lines.append(_verdict(result, style))
-    return "\n".join(lines) + "\n"
+    return neutralize("\n".join(lines), color) + "\n"
 
 
 def _verdict(result: AuditResult, style: _Style) -> str:
