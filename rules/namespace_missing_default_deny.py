@@ -8,10 +8,10 @@ from typing import Iterator
 from auditor import kinds
 from auditor.model import Finding, K8sObject, ObjectRef, Severity, as_list, as_mapping
 from auditor.rule import Rule, RuleContext
-from auditor.selectors import is_empty_selector, selector_matches, strip_source
+from auditor.selectors import is_empty_selector
 from auditor.snapshot import Snapshot
+from auditor_rules._policy import cilium_rules, selector_selects_namespace
 
-NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 DIRECTIONS = ("ingress", "egress")
 
 
@@ -35,28 +35,6 @@ def _network_policy_denies(policy: K8sObject) -> set[str]:
     if "Egress" in types and not as_list(spec.get("egress")):
         denied.add("egress")
     return denied
-
-
-def _selects_whole_namespace(selector: object, namespace: str) -> bool:
-    """Whether an endpoint selector selects every pod of `namespace`.
-
-    True for `{}` and for selectors that constrain only the namespace label
-    (`k8s:io.kubernetes.pod.namespace`) in a way `namespace` satisfies.
-    """
-    if not isinstance(selector, dict):
-        return False
-    keys = [strip_source(k) for k in as_mapping(selector.get("matchLabels")) if isinstance(k, str)]
-    keys += [strip_source(str(as_mapping(e).get("key"))) for e in as_list(selector.get("matchExpressions"))]
-    if any(key != NAMESPACE_LABEL for key in keys):
-        return False
-    return selector_matches(selector, {NAMESPACE_LABEL: namespace})
-
-
-def _cilium_rules(policy: K8sObject) -> list[dict]:
-    """The rules of a Cilium policy: `spec`, `specs`, or both."""
-    rules = [policy.spec] if policy.spec else []
-    rules += [rule for rule in as_list(policy.raw.get("specs")) if isinstance(rule, dict)]
-    return rules
 
 
 def _cilium_rule_denies(rule: dict) -> set[str]:
@@ -161,19 +139,19 @@ spec:
         for policy in snapshot.of_kind(kinds.CILIUM_NETWORK_POLICY):
             if not policy.namespace:
                 continue
-            for rule in _cilium_rules(policy):
-                if _selects_whole_namespace(rule.get("endpointSelector"), policy.namespace):
+            for rule in cilium_rules(policy):
+                if selector_selects_namespace(rule.get("endpointSelector"), policy.namespace):
                     denied.setdefault(policy.namespace, set()).update(_cilium_rule_denies(rule))
         clusterwide = [
             (rule, _cilium_rule_denies(rule))
             for policy in snapshot.of_kind(kinds.CILIUM_CLUSTERWIDE_NETWORK_POLICY)
-            for rule in _cilium_rules(policy)
+            for rule in cilium_rules(policy)
         ]
         clusterwide = [(rule, directions) for rule, directions in clusterwide if directions]
         for namespace in sorted(holders):
             covered = set(denied.get(namespace, ()))
             for rule, directions in clusterwide:
-                if _selects_whole_namespace(rule.get("endpointSelector"), namespace):
+                if selector_selects_namespace(rule.get("endpointSelector"), namespace):
                     covered |= directions
             ref, source = self._namespace_ref(snapshot, namespace), holders[namespace][0].source
             ctx.examined(ref)
