@@ -6,7 +6,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, Severity
-from auditor.rule import NotRun, Rule, RuleContext
+from auditor.rule import Fact, NotRun, Rule, RuleContext
 from auditor.snapshot import Snapshot
 from auditor_rules._cilium_settings import flag
 from auditor_rules._services import handled_by_cilium_l2, l2_policy_selects, service_type
@@ -37,6 +37,25 @@ class EtpLocalUnderL2(Rule):
     references = (
         "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         "https://docs.cilium.io/en/stable/network/l2-announcements/#service-selector",
+    )
+    facts = (
+        Fact(
+            "L2 announcements are incompatible with externalTrafficPolicy: Local: the IP may be announced by a node "
+            "without a local endpoint, and that traffic is dropped",
+            "Cilium 1.14-1.16 docs (Limitations); not re-read on the 1.19 page",
+            "Documentation/network/l2-announcements.rst",
+        ),
+        Fact(
+            "Only Services without loadBalancerClass, or with io.cilium/l2-announcer, are announced; a policy with no "
+            "serviceSelector selects every Service, and announces LoadBalancer IPs only with loadBalancerIPs: true",
+            "Cilium 1.14+",
+            "Documentation/network/l2-announcements.rst",
+        ),
+        Fact(
+            "enable-l2-announcements (Helm l2announcements.enabled) defaults to off",
+            "Cilium 1.14+",
+            "Documentation/network/l2-announcements.rst",
+        ),
     )
     example_fail = """\
 apiVersion: v1

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import NotRun, Rule, RuleContext
+from auditor.rule import Fact, NotRun, Rule, RuleContext
 from auditor.snapshot import Snapshot
 from auditor_rules._cilium_settings import concrete
 
@@ -55,6 +55,25 @@ class KubeProxyLeftover(Rule):
     references = (
         "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
+    )
+    facts = (
+        Fact(
+            "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding kube-proxy "
+            "in kube-system and ClusterRoleBinding kubeadm:node-proxier",
+            "kubeadm (all current releases)",
+            "kubernetes cmd/kubeadm/app/phases/addons/proxy/proxy.go",
+        ),
+        Fact(
+            "Replacing kube-proxy: skip the addon (kubeadm init --skip-phases=addon/kube-proxy) or delete the DaemonSet "
+            "and ConfigMap (so kubeadm upgrade does not reinstall it) and flush the KUBE-* iptables rules",
+            "Cilium 1.16+",
+            "Documentation/network/kubernetes/kubeproxy-free.rst",
+        ),
+        Fact(
+            "kube-proxy-replacement takes true/false; strict/partial/disabled were removed",
+            "Cilium 1.16+ (deprecated 1.14)",
+            "cilium/cilium PRs #26577, #31286",
+        ),
     )
     example_fail = """\
 apiVersion: v1

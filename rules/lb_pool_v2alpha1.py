@@ -7,7 +7,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Rule, RuleContext
+from auditor.rule import Fact, Rule, RuleContext
 from auditor.snapshot import Snapshot
 
 DEPRECATED = "cilium.io/v2alpha1"
@@ -68,6 +68,25 @@ class LbPoolV2alpha1(Rule):
         "https://github.com/cilium/cilium/pull/39090",
         "https://docs.cilium.io/en/stable/network/lb-ipam/",
         "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#upgrade-existing-objects-to-a-new-stored-version",
+    )
+    facts = (
+        Fact("CiliumLoadBalancerIPPool is served as cilium.io/v2 (storage version)", "Cilium 1.18+", "cilium/cilium PR #39090"),
+        Fact(
+            "cilium.io/v2alpha1 of the pool is still served but marked deprecated",
+            "Cilium 1.19 (exact release of the deprecation marker: PARTIAL)",
+            "CRD ciliumloadbalancerippools (crds/v2alpha1); docs/cilium-facts.md §1.1",
+        ),
+        Fact(
+            "CiliumL2AnnouncementPolicy exists only as cilium.io/v2alpha1 (not flagged)",
+            "Cilium 1.19",
+            "crds/v2alpha1/ciliuml2announcementpolicies.yaml",
+        ),
+        Fact(
+            "The API server converts between served versions on read; managedFields keep the version each manager "
+            "wrote with, and status.storedVersions lists versions objects may still be stored in",
+            "Kubernetes 1.16+ (CRD v1)",
+            "Kubernetes docs, Versions in CustomResourceDefinitions",
+        ),
     )
     example_fail = """\
 apiVersion: cilium.io/v2alpha1

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, Severity
-from auditor.rule import Rule, RuleContext
+from auditor.rule import Fact, Rule, RuleContext
 from auditor.snapshot import Snapshot
 from auditor_rules._services import exposed_ports, ingress_addresses, service_type
 
@@ -28,6 +28,20 @@ class LbServiceNotExcepted(Rule):
         "Gateway, or add a named exception with its reason to exceptions.yaml."
     )
     requires = (kinds.SERVICE,)
+    facts = (
+        Fact(
+            "A Service of type LoadBalancer gets an address from LB-IPAM once a pool exists (LB-IPAM is always on, dormant "
+            "until the first pool); an L2 announcement policy or a BGP advertisement then makes it reachable from the LAN",
+            "Cilium 1.13+ (LB-IPAM), 1.14+ (L2 announcements)",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
+        ),
+        Fact(
+            "Cilium labels the Service it creates for a Gateway with gateway.networking.k8s.io/gateway-name "
+            "(and io.cilium.gateway/owning-gateway): the bundled exception list matches that label",
+            "Cilium 1.17+ (gateway-name label)",
+            "cilium/cilium PRs #31271, #33990",
+        ),
+    )
     example_fail = """\
 apiVersion: v1
 kind: Service

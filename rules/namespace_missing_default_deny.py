@@ -7,7 +7,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, K8sObject, ObjectRef, Severity, as_list, as_mapping
-from auditor.rule import Rule, RuleContext
+from auditor.rule import Fact, Rule, RuleContext
 from auditor.selectors import is_empty_selector
 from auditor.snapshot import Snapshot
 from auditor_rules._policy import cilium_rules, selector_selects_namespace
@@ -87,6 +87,36 @@ class NamespaceMissingDefaultDeny(Rule):
         "https://kubernetes.io/docs/concepts/services-networking/network-policies/#default-policies",
         "https://docs.cilium.io/en/stable/security/policy/language/#ingress-egress-default-deny",
         "https://docs.cilium.io/en/stable/security/policy/intro/#policy-enforcement-modes",
+    )
+    facts = (
+        Fact(
+            "NetworkPolicy: podSelector {} with a policy type and no rules for it denies that direction; without "
+            "policyTypes, Ingress is implied and Egress only when egress rules exist",
+            "networking.k8s.io/v1 (Kubernetes 1.8+)",
+            "Kubernetes API reference, NetworkPolicySpec",
+        ),
+        Fact(
+            "A Cilium rule selecting an endpoint with an ingress/egress section puts it in default deny for that "
+            "direction; upstream's default-deny example is a section holding one empty rule (- {}); an empty or "
+            "absent section does not",
+            "Cilium, all supported releases (the `- {}` reading is contested in third-party material: facts §6.3)",
+            "Documentation/security/policy/intro.rst; examples/policies/l3/egress-default-deny",
+        ),
+        Fact(
+            "enableDefaultDeny.<direction>: false keeps a policy from switching its endpoints to default deny",
+            "Cilium 1.16+",
+            "cilium/cilium PR #30572, issue #35558",
+        ),
+        Fact(
+            "enable-policy=always enforces policy on every endpoint, rules or not",
+            "Cilium, all supported releases",
+            "Documentation/security/policy/intro.rst (policy enforcement modes)",
+        ),
+        Fact(
+            "A CiliumClusterwideNetworkPolicy is scoped to namespaces through the k8s:io.kubernetes.pod.namespace label",
+            "Cilium, all supported releases",
+            "Cilium docs, Using Kubernetes constructs in policy",
+        ),
     )
     example_fail = """\
 apiVersion: apps/v1

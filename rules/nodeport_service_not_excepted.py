@@ -6,7 +6,7 @@ from typing import Iterator
 
 from auditor import kinds
 from auditor.model import Finding, Severity
-from auditor.rule import Rule, RuleContext
+from auditor.rule import Fact, Rule, RuleContext
 from auditor.snapshot import Snapshot
 from auditor_rules._services import exposed_ports, service_type
 
@@ -27,6 +27,14 @@ class NodePortServiceNotExcepted(Rule):
         "Gateway, or add a named exception with its reason to exceptions.yaml."
     )
     requires = (kinds.SERVICE,)
+    facts = (
+        Fact(
+            "With kube-proxy replacement, Cilium's eBPF load balancer serves NodePort Services on every node address "
+            "(the enable-node-port switch was folded into kube-proxy-replacement=true)",
+            "Cilium 1.16+ (true/false values); switch deprecated in 1.18",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/; cilium/cilium PR #39581",
+        ),
+    )
     example_fail = """\
 apiVersion: v1
 kind: Service

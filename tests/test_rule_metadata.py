@@ -50,6 +50,14 @@ def test_metadata_is_complete(rule_class: type[Rule]) -> None:
 
 
 @pytest.mark.parametrize("rule_class", RULE_CLASSES, ids=lambda cls: cls.id)
+def test_rule_states_the_facts_it_relies_on(rule_class: type[Rule]) -> None:
+    """The rule reference shows, per rule, the Cilium/Kubernetes facts it encodes and the versions they hold for."""
+    assert rule_class.facts, "add Fact(statement, holds_for, source) entries"
+    for fact in rule_class.facts:
+        assert fact.statement and fact.holds_for and fact.source, fact
+
+
+@pytest.mark.parametrize("rule_class", RULE_CLASSES, ids=lambda cls: cls.id)
 def test_rule_has_pass_and_fail_cases(rule_class: type[Rule]) -> None:
     path = CASES_DIR / f"{rule_class.id}.yaml"
     assert path.is_file(), f"missing case file {path}"
