@@ -173,17 +173,9 @@ def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> Comparison[d
 
 def load_report(path: str, what: str = "report") -> dict:
     """Read a JSON report and validate it against the report schema, or raise a one-line AuditError."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_REPORT_BYTES + 1)
-    except OSError as error:
-        raise AuditError(f"{path}: cannot read {what}: {error.strerror or error}") from None
-    if len(data) > MAX_REPORT_BYTES:
-        raise AuditError(f"{path}: {what} larger than {MAX_REPORT_BYTES:,} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise AuditError(f"{path}: {what} is not valid UTF-8 (offset {error.start})") from None
+    from auditor.config_files import read_small_file
+
+    text = read_small_file(path, what, MAX_REPORT_BYTES, AuditError)
     try:
         report = json.loads(text)
     except json.JSONDecodeError as error:

@@ -7,11 +7,13 @@ names the file, the line, the entry and the field, in one line.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from auditor.errors import ConfigError
+from auditor.errors import AuditError, ConfigError
 from auditor.sources.yaml_docs import LocatedConfig, YAMLInputError, load_config_document
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -22,18 +24,30 @@ def load_schema(name: str) -> dict:
     return json.loads(resources.files("auditor.data").joinpath(name).read_text(encoding="utf-8"))
 
 
-def read_text(path: str, what: str) -> str:
+def read_small_file(path: str, what: str, limit: int = MAX_CONFIG_BYTES,
+                    error: type[AuditError] = ConfigError) -> str:
+    """The UTF-8 text of a small file the auditor reads whole (config, values, reports).
+
+    Bounded (`limit` bytes), refusing folders and binary files, and failing
+    with one line naming the file (and line, for undecodable bytes) as
+    `error`, an exit-2 error.
+    """
     try:
         with open(path, "rb") as stream:
-            data = stream.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read {what}: {error.strerror or error}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: {what} larger than {MAX_CONFIG_BYTES:,} bytes")
+            if stat.S_ISDIR(os.fstat(stream.fileno()).st_mode):
+                raise error(f"{path}: {what} is a folder")
+            data = stream.read(limit + 1)
+    except OSError as failure:
+        raise error(f"{path}: cannot read {what}: {failure.strerror or failure}") from None
+    if len(data) > limit:
+        raise error(f"{path}: {what} larger than {limit:,} bytes")
+    if b"\x00" in data:
+        raise error(f"{path}: {what} is binary (contains NUL bytes)")
     try:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: {what} is not valid UTF-8 (offset {error.start})") from None
+    except UnicodeDecodeError as failure:
+        line = data.count(b"\n", 0, failure.start) + 1
+        raise error(f"{path}:{line}: {what} is not valid UTF-8 (offset {failure.start})") from None
 
 
 def _describe_path(data: Any, path: tuple) -> str:
@@ -61,7 +75,7 @@ def _error_message(error: Any) -> str:
 
 def load_validated(path: str, schema_name: str, what: str, text: str | None = None) -> LocatedConfig:
     if text is None:
-        text = read_text(path, what)
+        text = read_small_file(path, what)
     try:
         config = load_config_document(text)
     except YAMLInputError as error:

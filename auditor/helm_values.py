@@ -10,9 +10,7 @@ auditor.cilium_config merges them with the live objects.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -229,26 +227,11 @@ def _exact_version(text: Any) -> str | None:
 
 def read_values_file(path: str) -> HelmValues:
     """A plain Cilium Helm values file; `InputError` (one line, file and line) when it cannot be read."""
+    from auditor.config_files import read_small_file
     from auditor.errors import InputError
     from auditor.sources.yaml_docs import YAMLInputError, load_config_document
 
-    try:
-        with open(path, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise InputError(f"{path}: Cilium values file is a folder")
-            data = stream.read(MAX_VALUES_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"{path}: cannot read Cilium values file: {error.strerror or error}") from None
-    if len(data) > MAX_VALUES_BYTES:
-        raise InputError(f"{path}: Cilium values file larger than {MAX_VALUES_BYTES:,} bytes")
-    if b"\x00" in data:
-        raise InputError(f"{path}: Cilium values file is binary (contains NUL bytes), not YAML")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise InputError.at(path, line, f"Cilium values file is not valid UTF-8 (offset {error.start})") from None
+    text = read_small_file(path, "Cilium values file", MAX_VALUES_BYTES, InputError)
     try:
         located = load_config_document(text)
     except YAMLInputError as error:

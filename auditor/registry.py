@@ -69,6 +69,17 @@ def builtin_rule_classes() -> list[type[Rule]]:
     return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
 
 
+def index_entry(rule: Rule) -> dict:
+    """What `audit rules` shows of a rule (and rules/index.json holds for the built-in ones)."""
+    return {
+        "id": rule.id,
+        "severity": rule.severity.value,
+        "title": rule.title,
+        "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
+        "uses": list(rule.uses),
+    }
+
+
 def builtin_index() -> list[dict]:
     """The built-in rules' metadata from rules/index.json, without importing them.
 

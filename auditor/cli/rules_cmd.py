@@ -12,19 +12,10 @@ import click
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules(output_format: str) -> None:
     """List the rules (built-in and plugins)."""
-    from auditor.registry import builtin_index, plugin_rules
+    from auditor.registry import builtin_index, index_entry, plugin_rules
 
     plugins, broken = plugin_rules()
-    entries = builtin_index() + [
-        {
-            "id": rule.id,
-            "severity": rule.severity.value,
-            "title": rule.title,
-            "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
-            "uses": list(rule.uses),
-        }
-        for rule in plugins
-    ]
+    entries = builtin_index() + [index_entry(rule) for rule in plugins]
     entries.sort(key=lambda entry: entry["id"])
     if output_format == "json":
         payload = entries + [{"id": p.id, "error": p.reason} for p in broken]
