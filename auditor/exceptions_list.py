@@ -50,7 +50,6 @@ class ExceptionEntry:
     owner: str | None = None
     ticket: str | None = None
     line: int | None = None
-    match_text: dict = field(default_factory=dict)
 
     def matches(self, finding: Finding, labels: dict) -> bool:
         ref = finding.object
@@ -179,7 +178,6 @@ def load(path: str) -> ExceptionList:
                 owner=raw.get("owner"),
                 ticket=raw.get("ticket"),
                 line=line,
-                match_text=dict(match),
             )
         )
     return ExceptionList(path, entries)

@@ -97,11 +97,6 @@ class RuleContext:
     def known(self, gk: str) -> bool:
         return self.snapshot.coverage(gk).state.known
 
-    def require_known(self, *gks: str, why: str) -> None:
-        """Raise `NotRun` unless at least one of `gks` is known."""
-        if not any(self.known(gk) for gk in gks):
-            raise NotRun(why)
-
 
 def cilium_config_kinds() -> tuple[str, ...]:
     """The kinds any of which shows the Cilium configuration (rules require them as one group)."""

@@ -16,12 +16,10 @@ from typing import Any, Generic, Iterable, Iterator, TypeVar
 
 from auditor import kinds
 from auditor.model import K8sObject, as_list, as_mapping, as_str
-from auditor.selectors import selector_matches
 from auditor.snapshot import Snapshot
 from auditor_rules._services import (
     CILIUM_LB_CLASSES,
     load_balancer_class,
-    selector_labels,
     service_type,
 )
 
@@ -49,12 +47,6 @@ class Range:
     first: int
     last: int
     text: str
-
-    def contains(self, other: "Range") -> bool:
-        return self.family == other.family and self.first <= other.first and other.last <= self.last
-
-    def overlaps(self, other: "Range") -> bool:
-        return self.family == other.family and self.first <= other.last and other.first <= self.last
 
 
 def parse_address(text: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -122,14 +114,6 @@ def pool_blocks(pool: K8sObject) -> list[Range]:
 
 def pool_disabled(pool: K8sObject) -> bool:
     return pool.spec.get("disabled") is True
-
-
-def pool_selects(pool: K8sObject, service: K8sObject) -> bool:
-    """Whether a pool may serve the Service: no serviceSelector, or one that matches."""
-    selector = pool.spec.get("serviceSelector")
-    if selector is None:
-        return True
-    return selector_matches(selector, selector_labels(service))
 
 
 def conditions(obj: K8sObject) -> dict[str, dict]:
