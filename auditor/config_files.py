@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from auditor.errors import AuditError, ConfigError
-from auditor.sources.yaml_docs import LocatedConfig, YAMLInputError, load_config_document
+from auditor.parsing.yaml_docs import LocatedConfig, YAMLInputError, load_config_document
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 

@@ -15,7 +15,7 @@ from auditor.model import Finding, K8sObject, ObjectRef, Severity
 from auditor.snapshot import CoverageState, Snapshot
 
 if TYPE_CHECKING:  # imported for annotations only: keeps rule imports light
-    from auditor.cilium_config import CiliumConfig
+    from auditor.cilium.config import CiliumConfig
     from auditor.posture import Posture
 
 # A requirement is one group-kind, or a tuple of group-kinds of which at least
@@ -100,7 +100,7 @@ class RuleContext:
 
 def cilium_config_kinds() -> tuple[str, ...]:
     """The kinds any of which shows the Cilium configuration (rules require them as one group)."""
-    from auditor.cilium_config import CONFIG_KINDS  # the object model's, imported late: no cycle
+    from auditor.cilium.config import CONFIG_KINDS  # the object model's, imported late: no cycle
 
     return CONFIG_KINDS
 

@@ -52,7 +52,7 @@ class Snapshot:
     # Served versions of CRDs as discovery saw them (live and snapshots).
     served_versions: dict[str, list[str]] = field(default_factory=dict)
     # Cilium Helm values files given beside the objects (`--cilium-values`):
-    # auditor.helm_values.HelmValues, read by cilium_config.resolve.
+    # auditor.cilium.helm_values.HelmValues, read by cilium_config.resolve.
     cilium_values: list = field(default_factory=list)
     # Fleet results (mode "fleet"): one entry per cluster audited.
     clusters: list[ClusterInfo] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """Reading the effective Cilium configuration from rules: NotRun, values, anchors (pure helpers).
 
-Rules get the configuration from `ctx.cilium` (auditor/cilium_config.py); these
+Rules get the configuration from `ctx.cilium` (auditor/cilium/config.py); these
 helpers turn "the input does not show it" into a `NotRun` with the reason,
 parse the few value types rules compare (durations, numbers, versions), and
 attach findings to the object or values file a setting came from.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 # CONFIG_KINDS / SOURCE_KINDS are re-exported: rules list them in `requires` / `uses`.
-from auditor.cilium_config import CONFIG_KINDS, SOURCE_KINDS, Setting, parse_version  # noqa: F401
+from auditor.cilium.config import CONFIG_KINDS, SOURCE_KINDS, Setting, parse_version  # noqa: F401
 from auditor.model import Finding, ObjectRef, Severity, Source
 from auditor.rule import NotRun, RuleContext
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import cilium_config
+from auditor.cilium import config as cilium_config
 from auditor.errors import InputError
 from auditor.snapshot import Snapshot
 from auditor.sources.files import read_paths

@@ -47,7 +47,7 @@ from auditor.kinds import split_gk
 from auditor.model import Finding, K8sObject, ObjectRef, RuleStatus, Severity, Source
 from auditor.posture import Posture
 from auditor.report import FORMATS, renderer
-from auditor.sources import yaml_docs
+from auditor.parsing import yaml_docs
 from auditor.sources.files import ReadLimits, read_paths
 from tests.conftest import AS_OF, FIXTURES, run_cli
 
@@ -633,7 +633,7 @@ def test_yaml_scalars_that_crashed_the_constructor(text: str, problem: str) -> N
     ('{"items": [' + "1" * 5000 + "]}", "integer too large"),
 ])
 def test_json_values_that_could_not_be_written_out(text: str, problem: str) -> None:
-    from auditor.sources.json_docs import JSONInputError, load_json
+    from auditor.parsing.json_docs import JSONInputError, load_json
 
     with pytest.raises(JSONInputError, match=problem):
         load_json(text)

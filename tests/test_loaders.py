@@ -11,8 +11,8 @@ import pytest
 from auditor.errors import InputError
 from auditor.snapshot import CoverageState
 from auditor.sources.files import read_paths
-from auditor.sources.json_docs import load_json
-from auditor.sources.yaml_docs import YAMLInputError, iter_documents
+from auditor.parsing.json_docs import load_json
+from auditor.parsing.yaml_docs import YAMLInputError, iter_documents
 
 
 def _write(tmp_path: Path, name: str, text: str) -> str:

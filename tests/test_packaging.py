@@ -31,8 +31,10 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 
 def test_rules_install_as_auditor_rules_not_as_a_top_level_rules_package(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
-    modules = {Path(p).name for p in (ROOT / "rules").glob("*.py")}
+    modules = {p.relative_to(ROOT / "rules").as_posix() for p in (ROOT / "rules").glob("**/*.py")}
     assert {f"auditor_rules/{m}" for m in modules} <= names
+    cases = {p.relative_to(ROOT / "rules").as_posix() for p in (ROOT / "rules").glob("*/cases/*.yaml")}
+    assert cases and {f"auditor_rules/{c}" for c in cases} <= names
     assert "auditor_rules/index.json" in names
     assert not [n for n in names if n.startswith("rules/")]
 

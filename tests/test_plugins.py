@@ -136,7 +136,7 @@ def _cases() -> list:
 
 @pytest.mark.parametrize("case", _cases())
 def test_example_cases(installed, tmp_path, case) -> None:
-    """The plugin's own case file, in the format of tests/fixtures/rules/README.md, run through the CLI."""
+    """The plugin's own case file, in the format of rules/CASES.md, run through the CLI."""
     target, _ = installed
     (tmp_path / "input.yaml").write_text(case["input"])
     result = run_cli("input.yaml", "--rule", RULE_ID, "--format", "json", cwd=tmp_path, env=_env(target))

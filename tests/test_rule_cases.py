@@ -1,8 +1,8 @@
 """One parametrized runner for every rule's YAML case file (sqlfluff's std_rule_cases).
 
-Each `tests/fixtures/rules/<rule-id>.yaml` holds pass and fail cases: input
+Each `rules/<layer>/cases/<rule-id>.yaml` holds pass and fail cases: input
 manifests and the expected verdict. The format is documented in
-tests/fixtures/rules/README.md.
+rules/CASES.md.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, audit_text
+from tests.conftest import ROOT, audit_text
 
-CASES_DIR = FIXTURES / "rules"
+RULES_DIR = ROOT / "rules"
 
 
 def _load_cases() -> list:
     params = []
-    for path in sorted(CASES_DIR.glob("*.yaml")):
+    for path in sorted(RULES_DIR.glob("*/cases/*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         for case in data["cases"]:
             params.append(pytest.param(data["rule"], case, id=f"{data['rule']}::{case['name']}"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,16 @@ import yaml
 import auditor_rules
 from auditor.registry import builtin_rule_classes, metadata_problems
 from auditor.rule import Rule
-from tests.conftest import FIXTURES, audit_text
+from tests.conftest import audit_text
+
+def case_file(rule_class: type[Rule]) -> Path:
+    """A rule's case file: `cases/<rule-id>.yaml` beside its module."""
+    module_file = sys.modules[rule_class.__module__].__file__
+    assert module_file is not None
+    return Path(module_file).parent / "cases" / f"{rule_class.id}.yaml"
+
 
 RULE_CLASSES = builtin_rule_classes()
-CASES_DIR = FIXTURES / "rules"
 
 
 def test_builtin_list_is_sorted_by_rule_id_and_unique() -> None:
@@ -28,9 +35,9 @@ def test_every_rule_module_is_registered() -> None:
     """A module in rules/ that is not in BUILTIN_RULES would silently never run."""
     registered = {spec.partition(":")[0] for spec in auditor_rules.BUILTIN_RULES}
     modules = {
-        f"auditor_rules.{info.name}"
-        for info in pkgutil.iter_modules(auditor_rules.__path__)
-        if not info.name.startswith("_")
+        info.name
+        for info in pkgutil.walk_packages(auditor_rules.__path__, "auditor_rules.")
+        if not info.ispkg and not info.name.rpartition(".")[2].startswith("_")
     }
     assert modules == registered
 
@@ -59,7 +66,7 @@ def test_rule_states_the_facts_it_relies_on(rule_class: type[Rule]) -> None:
 
 @pytest.mark.parametrize("rule_class", RULE_CLASSES, ids=lambda cls: cls.id)
 def test_rule_has_pass_and_fail_cases(rule_class: type[Rule]) -> None:
-    path = CASES_DIR / f"{rule_class.id}.yaml"
+    path = case_file(rule_class)
     assert path.is_file(), f"missing case file {path}"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert data["rule"] == rule_class.id
@@ -71,7 +78,8 @@ def test_rule_has_pass_and_fail_cases(rule_class: type[Rule]) -> None:
 
 def test_every_case_file_names_a_rule() -> None:
     ids = {cls.id for cls in RULE_CLASSES}
-    for path in CASES_DIR.glob("*.yaml"):
+    rules_dir = Path(auditor_rules.__file__).parent
+    for path in rules_dir.glob("**/cases/*.yaml"):
         assert path.stem in ids, f"{path.name} names no registered rule"
 
 
@@ -87,7 +95,7 @@ def test_rules_import_no_reporter_cli_or_kubernetes_client() -> None:
     """Layers only look down: rules see the object model, never reporters, the CLI or the client."""
     forbidden = ("auditor.report", "auditor.cli", "auditor.sources", "kubernetes", "auditor.engine")
     rules_dir = Path(auditor_rules.__file__).parent
-    for path in rules_dir.glob("*.py"):
+    for path in rules_dir.glob("**/*.py"):
         text = path.read_text(encoding="utf-8")
         for line in text.splitlines():
             stripped = line.strip()

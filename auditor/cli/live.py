@@ -134,7 +134,8 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
         finally:
             progress.close()
         ctx.exit(report(evaluate(result.snapshot, prepared, options), prepared, options))
-    from auditor.sources.live.fleet import audit_fleet, read_fleet
+    from auditor.fleet import audit_fleet
+    from auditor.sources.live.fleet import read_fleet
 
     try:
         reads = read_fleet(targets, gks, read_options, progress)

@@ -34,7 +34,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
     """
-    from auditor.helm_values import read_values_file
+    from auditor.cilium.helm_values import read_values_file
     from auditor.sources.files import ReadLimits, read_paths
 
     prepared = prepare(options)

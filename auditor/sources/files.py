@@ -19,8 +19,8 @@ from auditor.errors import InputError
 from auditor.model import IgnoredDocument, K8sObject, Source
 from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
-from auditor.sources.json_docs import JSONInputError, load_json
-from auditor.sources.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, DEFAULT_MAX_NODES, YAMLInputError, iter_documents
+from auditor.parsing.json_docs import JSONInputError, load_json
+from auditor.parsing.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, DEFAULT_MAX_NODES, YAMLInputError, iter_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"

@@ -1,8 +1,8 @@
 """Several clusters at once (`audit live --context A --context B`, `--all-contexts`).
 
 Every cluster is read concurrently (each with its own client and thread
-pool) and audited on its own; the results are then merged into one
-(`engine.merge_fleet`, semantics in docs/live.md). A cluster that cannot be
+pool); `auditor.fleet` audits each on its own and merges the results
+(semantics in docs/live.md). A cluster that cannot be
 read at all (unreachable, credentials rejected) does not stop the others: it
 contributes a snapshot in which every kind failed, so each of its rules is an
 `error` naming it, and the run exits 3.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
 
 from auditor.errors import ClusterError
 from auditor.snapshot import Snapshot
@@ -49,23 +48,3 @@ def read_fleet(targets: list[Target], gks: list[str] | set[str], options: ReadOp
             except ClusterError as error:
                 reads.append(ClusterRead(target, name, failed_snapshot(target, gks, error.message), error.message))
     return reads
-
-
-def audit_fleet(reads: list[ClusterRead], evaluate: Callable[[Snapshot], Any]) -> Any:
-    """Audit each cluster's snapshot with `evaluate` and merge the results."""
-    from auditor import engine
-
-    parts = []
-    clusters = []
-    objects = []
-    for read in reads:
-        result = evaluate(read.snapshot)
-        info = read.snapshot.cluster
-        info.extra = {"name": read.name, "exitCode": result.exit_code, "complete": result.complete}
-        if read.error:
-            info.extra["error"] = read.error
-        clusters.append(info)
-        objects.extend(read.snapshot.objects)
-        parts.append((read.name, result))
-    snapshot = Snapshot.build(objects, mode="fleet", inputs=[r.snapshot.inputs[0] for r in reads], clusters=clusters)
-    return engine.merge_fleet(parts, snapshot)

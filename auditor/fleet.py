@@ -1,0 +1,116 @@
+"""Several clusters in one result: each audited on its own, then merged.
+
+Used by `audit live --context A --context B` (the fleet reader in
+`auditor.sources.live.fleet`). It sits above both the engine and the sources:
+reading stays a source's job, judging the engine's, and this module only puts
+one cluster's verdicts beside another's (semantics in docs/live.md, "Fleet").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from auditor.engine import AuditResult, RuleResult
+from auditor.exceptions_list import ExceptionUsage
+from auditor.model import RuleStatus
+from auditor.snapshot import Coverage, CoverageState, Snapshot
+
+if TYPE_CHECKING:
+    from auditor.sources.live.fleet import ClusterRead
+
+# A rule's status across clusters is the worst one: an error anywhere is an
+# error, then no verdict somewhere (not-run), then drift somewhere (failed).
+# Incompleteness ranks above drift so `complete` never claims a verdict that
+# one cluster could not reach.
+_STATUS_RANK = {RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2, RuleStatus.ERROR: 3}
+_COVERAGE_RANK = {CoverageState.NOT_SERVED: 0, CoverageState.PRESENT: 1, CoverageState.LISTED: 2,
+                  CoverageState.MISSING: 3, CoverageState.FAILED: 4}
+_USAGE_RANK = {"inactive": 0, "unused": 1, "used": 2, "expired": 3}
+
+
+def _merge_coverage(parts: list[tuple[str, Coverage]]) -> Coverage:
+    if len({(c.state, c.reason) for _, c in parts}) == 1:
+        return parts[0][1]
+    state = max((c.state for _, c in parts), key=lambda s: _COVERAGE_RANK[s])
+    reason = "; ".join(f"{name}: {c.state.value}" + (f" ({c.reason})" if c.reason else "") for name, c in parts)
+    return Coverage(state, reason)
+
+
+def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> AuditResult:
+    """One result for several clusters: `parts` are (cluster name, that cluster's result).
+
+    Findings are tagged with their cluster; a rule's status is the worst of
+    its statuses, its reason names each cluster that reached no verdict; the
+    finding counts of the summary are therefore the sums over the clusters.
+    Exception usage adds up the matches (an entry is used if used anywhere);
+    coverage is the worst state per kind, naming each cluster when they differ.
+    `snapshot` is the fleet's (mode "fleet", with `clusters`).
+    """
+    if not parts:
+        raise ValueError("a fleet needs at least one cluster")
+    first = parts[0][1]
+    rule_ids: list[str] = []
+    per_rule: dict[str, list[tuple[str, RuleResult]]] = {}
+    for name, result in parts:
+        for rule_result in result.rules:
+            if rule_result.id not in per_rule:
+                rule_ids.append(rule_result.id)
+            per_rule.setdefault(rule_result.id, []).append((name, rule_result))
+    rules: list[RuleResult] = []
+    for rule_id in rule_ids:
+        entries = per_rule[rule_id]
+        template = entries[0][1]
+        status = max((r.status for _, r in entries), key=lambda s: _STATUS_RANK[s])
+        reason = "; ".join(f"{name}: {r.reason}" for name, r in entries if r.reason)
+        findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings), key=lambda f: f.sort_key)
+        examined = [ref for _, r in entries for ref in r.examined]
+        rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
+                                template.rule))
+    rules.sort(key=lambda r: r.id)
+    usage: dict[str, ExceptionUsage] = {}
+    for _, result in parts:
+        for entry_usage in result.exceptions:
+            seen = usage.get(entry_usage.entry.name)
+            if seen is None:
+                usage[entry_usage.entry.name] = ExceptionUsage(entry_usage.entry, entry_usage.status, entry_usage.matched)
+                continue
+            seen.matched += entry_usage.matched
+            if _USAGE_RANK[entry_usage.status.value] > _USAGE_RANK[seen.status.value]:
+                seen.status = entry_usage.status
+    kinds = sorted({gk for _, result in parts for gk in result.coverage})
+    coverage = {
+        gk: _merge_coverage([(name, result.coverage[gk]) for name, result in parts if gk in result.coverage])
+        for gk in kinds
+    }
+    notes = list(dict.fromkeys(note for _, result in parts for note in result.notes))
+    return AuditResult(
+        snapshot=snapshot,
+        rules=rules,
+        findings=sorted((f for r in rules for f in r.findings), key=lambda f: f.sort_key),
+        exceptions=list(usage.values()),
+        exceptions_path=first.exceptions_path,
+        coverage=coverage,
+        as_of=first.as_of,
+        fail_on=first.fail_on,
+        require_complete=any(result.require_complete for _, result in parts),
+        notes=notes,
+    )
+
+
+def audit_fleet(reads: list["ClusterRead"], evaluate: Callable[[Snapshot], Any]) -> Any:
+    """Audit each cluster's snapshot with `evaluate` and merge the results."""
+    parts = []
+    clusters = []
+    objects = []
+    for read in reads:
+        result = evaluate(read.snapshot)
+        info = read.snapshot.cluster
+        info.extra = {"name": read.name, "exitCode": result.exit_code, "complete": result.complete}
+        if read.error:
+            info.extra["error"] = read.error
+        clusters.append(info)
+        objects.extend(read.snapshot.objects)
+        parts.append((read.name, result))
+    snapshot = Snapshot.build(objects, mode="fleet", inputs=[r.snapshot.inputs[0] for r in reads], clusters=clusters)
+    return merge_fleet(parts, snapshot)

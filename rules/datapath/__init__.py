@@ -1,0 +1,1 @@
+"""The eBPF datapath: kube-proxy replacement, agent settings and versions, encryption."""

@@ -1,0 +1,1 @@
+"""Ways in besides the edge: LoadBalancer and NodePort Services, external IPs, UIs exposed."""

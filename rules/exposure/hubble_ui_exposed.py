@@ -1,0 +1,130 @@
+"""hubble-ui-exposed: the Hubble UI must stay inside the cluster."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules.exposure._services import exposed_ports, service_type
+
+NAME = "hubble-ui"
+LABELS = (("k8s-app", NAME), ("app.kubernetes.io/name", NAME))
+
+
+def _is_hubble_ui(service: K8sObject) -> bool:
+    return service.name == NAME or any(service.labels.get(key) == value for key, value in LABELS)
+
+
+def _route_backends(route: K8sObject) -> list[tuple[str | None, str]]:
+    """(namespace, name) of the Services an HTTPRoute sends traffic to."""
+    out = []
+    for rule in as_list(route.spec.get("rules")):
+        for ref in as_list(as_mapping(rule).get("backendRefs")):
+            ref = as_mapping(ref)
+            kind = as_str(ref.get("kind"), "Service") or "Service"
+            group = as_str(ref.get("group"), "")
+            name = ref.get("name")
+            if kind != "Service" or group not in ("", "core") or not isinstance(name, str):
+                continue
+            out.append((as_str(ref.get("namespace")) or route.namespace, name))
+    return out
+
+
+def _ingress_backends(ingress: K8sObject) -> list[str]:
+    """Names of the Services an Ingress sends traffic to (networking/v1 and the older v1beta1 form)."""
+    backends = [as_mapping(ingress.spec.get("defaultBackend")), as_mapping(ingress.spec.get("backend"))]
+    for rule in as_list(ingress.spec.get("rules")):
+        for path in as_list(as_mapping(as_mapping(rule).get("http")).get("paths")):
+            backends.append(as_mapping(as_mapping(path).get("backend")))
+    names = []
+    for backend in backends:
+        name = as_mapping(backend.get("service")).get("name") or backend.get("serviceName")
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+class HubbleUiExposed(Rule):
+    id = "hubble-ui-exposed"
+    severity = Severity.ERROR
+    title = "Hubble UI reachable from outside the cluster"
+    rationale = (
+        "Hubble UI shows the network flows Hubble observes across the cluster: which workload "
+        "talks to which, on which ports, with the policy verdicts. The platform keeps it "
+        "internal, reached through kubectl port-forward, and never published through the "
+        "edge Gateway. The Cilium chart renders Service hubble-ui (labels k8s-app: hubble-ui) "
+        "with type from hubble.ui.service.type, default ClusterIP, and can also render an "
+        "Ingress or HTTPRoute for it. Reported: the hubble-ui Service with another type, and "
+        "any HTTPRoute or Ingress whose backend is it."
+    )
+    remediation = (
+        "Set hubble.ui.service.type=ClusterIP, remove the Ingress/HTTPRoute in front of "
+        "hubble-ui (hubble.ui.ingress.enabled=false), and reach it with kubectl port-forward "
+        "or `cilium hubble ui`."
+    )
+    requires = ((kinds.SERVICE, kinds.HTTP_ROUTE, kinds.INGRESS),)
+    facts = (
+        Fact(
+            "The chart's Hubble UI Service is hubble-ui (labels k8s-app: hubble-ui, "
+            "app.kubernetes.io/name: hubble-ui), port 80 to 8081, type hubble.ui.service.type "
+            "(default ClusterIP); the chart also ships optional ingress.yaml and httproute.yaml for it.",
+            "Cilium chart (main branch, read for 1.19)",
+            "https://github.com/cilium/cilium/blob/main/install/kubernetes/cilium/templates/hubble-ui/service.yaml",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/observability/hubble/hubble-ui/",)
+    example_fail = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: hubble-ui
+  namespace: kube-system
+  labels: {k8s-app: hubble-ui}
+spec:
+  type: NodePort
+  selector: {k8s-app: hubble-ui}
+  ports: [{port: 80, targetPort: 8081, nodePort: 31235}]
+"""
+    example_pass = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: hubble-ui
+  namespace: kube-system
+  labels: {k8s-app: hubble-ui}
+spec:
+  type: ClusterIP
+  selector: {k8s-app: hubble-ui}
+  ports: [{port: 80, targetPort: 8081}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        hubble = {}
+        for service in snapshot.of_kind(kinds.SERVICE):
+            if not _is_hubble_ui(service):
+                continue
+            hubble[(service.namespace, service.name)] = service
+            ctx.examined(service)
+            kind = service_type(service)
+            if kind != "ClusterIP":
+                yield self.finding(service, f"Hubble UI Service of type {kind} exposes {exposed_ports(service)}")
+        for route in snapshot.of_kind(kinds.HTTP_ROUTE):
+            targets = sorted({
+                f"{namespace}/{name}" if namespace else name
+                for namespace, name in _route_backends(route)
+                if (namespace, name) in hubble or name == NAME
+            })
+            if targets:
+                ctx.examined(route)
+                yield self.finding(route, f"routes traffic to the Hubble UI (Service {', '.join(targets)})")
+        for ingress in snapshot.of_kind(kinds.INGRESS):
+            targets = sorted({
+                name for name in _ingress_backends(ingress)
+                if (ingress.namespace, name) in hubble or name == NAME
+            })
+            if targets:
+                ctx.examined(ingress)
+                yield self.finding(ingress, f"routes traffic to the Hubble UI (Service {', '.join(targets)})")

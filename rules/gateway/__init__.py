@@ -1,0 +1,1 @@
+"""The HTTP(S) edge: Gateway API CRDs, the Cilium GatewayClass, listeners and their TLS."""

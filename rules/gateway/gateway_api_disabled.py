@@ -1,0 +1,93 @@
+"""gateway-api-disabled: Gateways exist while Cilium's Gateway API support is off."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import SOURCE_KINDS, concrete, describe, require_settings
+from auditor_rules.gateway._gateway_api import ENABLE_KEY, class_name, served_by_cilium
+
+
+class GatewayApiDisabled(Rule):
+    id = "gateway-api-disabled"
+    severity = Severity.ERROR
+    title = "Gateway objects while Cilium's Gateway API support is disabled"
+    rationale = (
+        "The platform's single way in is the edge Gateway served by Cilium (ADR 0020). Cilium "
+        "serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
+        "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default "
+        "is false). With it off, no controller programs the Gateways: they get no listeners, no "
+        "address and no routes, and everything published through them is unreachable. "
+        "Gateways whose GatewayClass belongs to another controller are left to "
+        "gateway-class-not-cilium. Without the Cilium configuration in the input the verdict "
+        "is not-run."
+    )
+    remediation = (
+        "Enable Cilium's Gateway API support (Helm gatewayAPI.enabled=true, with the Gateway API "
+        "CRDs installed first) and restart the operator and agents, or remove the Gateways."
+    )
+    requires = (kinds.GATEWAY,)
+    uses = (kinds.GATEWAY_CLASS, *SOURCE_KINDS)
+    facts = (
+        Fact(
+            "Helm gatewayAPI.enabled (default false) renders cilium-config enable-gateway-api and "
+            "also turns on enable-envoy-config.",
+            "Cilium 1.13+",
+            "https://docs.cilium.io/en/stable/helm-reference/",
+        ),
+        Fact(
+            "Cilium's Gateway API support needs kube-proxy replacement (or NodePort), the L7 proxy, "
+            "and the Gateway API CRDs installed beforehand.",
+            "Cilium 1.19",
+            "https://docs.cilium.io/en/stable/network/servicemesh/gateway-api/gateway-api/",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/servicemesh/gateway-api/gateway-api/",)
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-gateway-api: "false"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: gateway}
+spec:
+  gatewayClassName: cilium
+  listeners: [{name: web, protocol: HTTP, port: 8080}]
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-gateway-api: "true"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: gateway}
+spec:
+  gatewayClassName: cilium
+  listeners: [{name: web, protocol: HTTP, port: 8080}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        gateways = [g for g in snapshot.of_kind(kinds.GATEWAY) if served_by_cilium(snapshot, g) is not False]
+        if not gateways:
+            return
+        what = f"{len(gateways)} Gateway(s) meant for Cilium; whether {ENABLE_KEY} is on is unknown"
+        require_settings(ctx, what)
+        setting = concrete(ctx, ENABLE_KEY, what)
+        enabled = setting is not None and setting.value.strip().lower() == "true"
+        why = describe(setting, ENABLE_KEY, "false: Helm gatewayAPI.enabled defaults to false")
+        for gateway in gateways:
+            ctx.examined(gateway)
+            if not enabled:
+                yield self.finding(
+                    gateway,
+                    f"class {class_name(gateway) or '(none)'}: Cilium's Gateway API support is off ({why}), "
+                    "nothing programs this Gateway",
+                )

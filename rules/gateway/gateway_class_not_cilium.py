@@ -1,0 +1,107 @@
+"""gateway-class-not-cilium: a Gateway not served by Cilium's Gateway API controller."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules.gateway._gateway_api import CILIUM_CONTROLLER, CILIUM_DEFAULT_CLASS, class_controller, class_name
+
+
+class GatewayClassNotCilium(Rule):
+    id = "gateway-class-not-cilium"
+    severity = Severity.ERROR
+    title = "Gateway whose GatewayClass is missing or not Cilium's"
+    rationale = (
+        "The platform's exposure is all-Cilium (ADR 0020): every Gateway is served by Cilium's "
+        "Gateway API implementation, whose GatewayClass has controllerName "
+        "io.cilium/gateway-controller (Cilium 1.13+). A Gateway naming no class, a class that "
+        "does not exist, or a class of another controller (Envoy Gateway, Istio, Traefik...) is "
+        "either dead configuration that nothing programs or a second ingress implementation "
+        "outside the platform's review. The class is looked up among the GatewayClass objects, "
+        "so the input must hold some; a class missing from offline input is only a warning (the "
+        "Cilium chart can render the cilium class itself), from a live read or snapshot an error."
+    )
+    remediation = (
+        "Set spec.gatewayClassName to the Cilium GatewayClass (controllerName "
+        "io.cilium/gateway-controller, named cilium by the chart) and create that class if it "
+        "is missing."
+    )
+    requires = (kinds.GATEWAY, kinds.GATEWAY_CLASS)
+    facts = (
+        Fact(
+            "Cilium's GatewayClass has controllerName io.cilium/gateway-controller; the chart's "
+            "class is named cilium (Helm gatewayAPI.gatewayClass.create).",
+            "Cilium 1.13+",
+            "https://docs.cilium.io/en/stable/network/servicemesh/gateway-api/gateway-api/",
+        ),
+        Fact(
+            "A Gateway is programmed only by the controller named in its GatewayClass's controllerName.",
+            "Gateway API v1",
+            "https://gateway-api.sigs.k8s.io/api-types/gatewayclass/",
+        ),
+    )
+    references = ("https://gateway-api.sigs.k8s.io/api-types/gatewayclass/",)
+    example_fail = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: envoy}
+spec: {controllerName: gateway.envoyproxy.io/gatewayclass-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: external, namespace: network}
+spec:
+  gatewayClassName: envoy
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+"""
+    example_pass = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cilium}
+spec: {controllerName: io.cilium/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: external, namespace: network}
+spec:
+  gatewayClassName: cilium
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        # Offline input holding some GatewayClasses does not hold every class the
+        # cluster has (the Cilium chart renders its own), so a class missing from
+        # it is a warning; a live read or snapshot lists them all.
+        listed = snapshot.mode != "offline"
+        for gateway in snapshot.of_kind(kinds.GATEWAY):
+            ctx.examined(gateway)
+            name = class_name(gateway)
+            if name is None:
+                yield self.finding(gateway, "spec.gatewayClassName is not set")
+                continue
+            gateway_class = snapshot.get(kinds.GATEWAY_CLASS, None, name)
+            if gateway_class is None:
+                if listed:
+                    yield self.finding(gateway, f"GatewayClass {name!r} does not exist: nothing programs this Gateway")
+                else:
+                    chart = (
+                        " (the Cilium chart can render it: Helm gatewayAPI.gatewayClass.create)"
+                        if name == CILIUM_DEFAULT_CLASS else ""
+                    )
+                    yield self.finding(
+                        gateway,
+                        f"GatewayClass {name!r} is not in the input{chart}: check that it exists and is Cilium's",
+                        Severity.WARNING,
+                    )
+                continue
+            controller = class_controller(gateway_class)
+            if controller != CILIUM_CONTROLLER:
+                yield self.finding(
+                    gateway,
+                    f"GatewayClass {name!r} is served by {controller or '(no controllerName)'}, "
+                    f"not {CILIUM_CONTROLLER}",
+                )

@@ -1,0 +1,196 @@
+"""gateway-https-listener-tls: HTTPS listeners must terminate TLS with a certificate that exists."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity, as_list, as_str
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import CoverageState, Snapshot
+from auditor_rules.gateway._gateway_api import cert_manager_issuer, listener_label, listeners
+
+TERMINATE = "Terminate"
+
+
+def _certificate_secrets(snapshot: Snapshot) -> set[tuple[str | None, str]]:
+    """(namespace, secretName) of every cert-manager Certificate: Secrets that will exist."""
+    out = set()
+    for certificate in snapshot.of_kind(kinds.CERT_MANAGER_CERTIFICATE):
+        name = certificate.spec.get("secretName")
+        if isinstance(name, str) and name:
+            out.add((certificate.namespace, name))
+    return out
+
+
+def _secret_listing_authoritative(snapshot: Snapshot) -> bool:
+    """Whether a Secret absent from the input is absent from the cluster.
+
+    Only a live read (or a snapshot of one) lists Secrets. Offline manifests
+    keep them out of Git on purpose (sealed/SOPS/external secrets, `kubectl
+    create secret`), so the presence of some Secrets says nothing of the others.
+    """
+    coverage = snapshot.coverage(kinds.SECRET).state
+    return coverage in (CoverageState.LISTED, CoverageState.NOT_SERVED) and snapshot.mode != "offline"
+
+
+class GatewayHttpsListenerTls(Rule):
+    id = "gateway-https-listener-tls"
+    severity = Severity.ERROR
+    title = "HTTPS Gateway listener without TLS termination or without its certificate"
+    rationale = (
+        "TLS ends at the edge Gateway (ADR 0003/0021: internal CA through cert-manager). In "
+        "Gateway API an HTTPS listener requires a tls block; mode Terminate (the API default) "
+        "requires at least one certificateRef, and Passthrough is meant for TLS listeners, not "
+        "HTTPS (Gateway API v1 GatewayTLSConfig). A listener whose certificate Secret does not "
+        "exist is invalid (ResolvedRefs False, reason InvalidCertificateRef). A Secret missing from "
+        "the input counts only when nothing will create it: a Gateway annotated "
+        "cert-manager.io/cluster-issuer or cert-manager.io/issuer gets one Certificate per "
+        "Secret name from cert-manager's gateway-shim, for listeners with a hostname, mode "
+        "Terminate and a same-namespace Secret ref; a cert-manager Certificate with that "
+        "secretName does too. Secrets are read as metadata only, and are authoritative only "
+        "from a live read or snapshot: offline, a Secret absent from Git is unverified, and "
+        "the verdict is not-run when that is all that is left to judge."
+    )
+    remediation = (
+        "Give the HTTPS listener tls.mode Terminate and a certificateRefs entry, and annotate "
+        "the Gateway with cert-manager.io/cluster-issuer (listener hostname set) or create the "
+        "referenced Secret."
+    )
+    requires = (kinds.GATEWAY,)
+    uses = (kinds.SECRET, kinds.CERT_MANAGER_CERTIFICATE)
+    facts = (
+        Fact(
+            "The tls field is required for HTTPS and TLS listeners; mode defaults to Terminate, which "
+            "requires at least one certificateRef; Passthrough does not terminate TLS.",
+            "Gateway API v1 (v1.0+)",
+            "https://gateway-api.sigs.k8s.io/reference/spec/#gatewaytlsconfig",
+        ),
+        Fact(
+            "cert-manager's gateway-shim creates a Certificate named after each referenced Secret for "
+            "Gateways annotated cert-manager.io/issuer or cert-manager.io/cluster-issuer, skipping "
+            "listeners without hostname, with mode Passthrough, or with a cross-namespace or non-Secret ref.",
+            "cert-manager 1.15+ (Gateway support beta)",
+            "https://cert-manager.io/docs/usage/gateway/",
+        ),
+    )
+    references = (
+        "https://gateway-api.sigs.k8s.io/guides/tls/",
+        "https://cert-manager.io/docs/usage/gateway/",
+    )
+    example_fail = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: gateway}
+spec:
+  gatewayClassName: cilium
+  listeners:
+    - name: websecure
+      protocol: HTTPS
+      port: 443
+      hostname: app.cluster.lan
+"""
+    example_pass = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: edge
+  namespace: gateway
+  annotations: {cert-manager.io/cluster-issuer: internal-ca}
+spec:
+  gatewayClassName: cilium
+  listeners:
+    - name: websecure
+      protocol: HTTPS
+      port: 443
+      hostname: app.cluster.lan
+      tls:
+        mode: Terminate
+        certificateRefs: [{kind: Secret, name: app-tls}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        authoritative = _secret_listing_authoritative(snapshot)
+        issued = _certificate_secrets(snapshot)
+        findings: list[Finding] = []
+        unverified: list[str] = []
+        for gateway in snapshot.of_kind(kinds.GATEWAY):
+            ctx.examined(gateway)
+            issuer = cert_manager_issuer(gateway)
+            for index, listener in listeners(gateway):
+                if as_str(listener.get("protocol")).upper() != "HTTPS":
+                    continue
+                label = listener_label(listener, index)
+                problem, refs = self._listener_problem(listener)
+                if problem:
+                    findings.append(self.finding(gateway, f"listener {label}: {problem}"))
+                    continue
+                for ref in refs:
+                    missing = self._missing_secret(snapshot, gateway, listener, ref, issuer, issued, authoritative)
+                    if missing is None:
+                        continue
+                    text, verified = missing
+                    if verified:
+                        findings.append(self.finding(gateway, f"listener {label}: {text}"))
+                    else:
+                        unverified.append(f"{gateway.ref.display} listener {label}: {text}")
+        if not findings and unverified:
+            raise NotRun(
+                "Secrets are not listed by offline input, so these certificate Secrets cannot be checked "
+                f"(no cert-manager annotation or Certificate creates them): {'; '.join(unverified[:5])}"
+                + (f"; and {len(unverified) - 5} more" if len(unverified) > 5 else "")
+            )
+        yield from findings
+
+    @staticmethod
+    def _listener_problem(listener: dict) -> tuple[str | None, list[dict]]:
+        tls = listener.get("tls")
+        if not isinstance(tls, dict):
+            return "no tls block: an HTTPS listener must terminate TLS (tls.mode Terminate with certificateRefs)", []
+        mode = tls.get("mode", TERMINATE)
+        if mode != TERMINATE:
+            return f"tls.mode is {mode!r}: an HTTPS listener terminates TLS at the Gateway (mode Terminate)", []
+        refs = [ref for ref in as_list(tls.get("certificateRefs")) if isinstance(ref, dict)]
+        if not refs:
+            return "tls.mode Terminate without certificateRefs: the listener has no certificate to serve", []
+        return None, refs
+
+    @staticmethod
+    def _missing_secret(
+        snapshot: Snapshot,
+        gateway: K8sObject,
+        listener: dict,
+        ref: dict,
+        issuer: str | None,
+        issued: set[tuple[str | None, str]],
+        authoritative: bool,
+    ) -> tuple[str, bool] | None:
+        """Why the referenced Secret may be missing, and whether that is verified; None when it is fine."""
+        kind = as_str(ref.get("kind"), "Secret") or "Secret"
+        group = as_str(ref.get("group"), "")
+        if kind != "Secret" or group not in ("", "core"):
+            return None  # implementation-specific certificate kinds: not judged here
+        name = ref.get("name")
+        if not isinstance(name, str) or not name:
+            return "a certificateRef has no name", True
+        namespace = as_str(ref.get("namespace")) or gateway.namespace
+        where = f"{namespace}/{name}" if namespace else name
+        if snapshot.get(kinds.SECRET, namespace, name) is not None:
+            return None
+        if (namespace, name) in issued:
+            return None
+        if issuer is not None:
+            skipped = []
+            if not as_str(listener.get("hostname")):
+                skipped.append("the listener has no hostname")
+            if namespace != gateway.namespace:
+                skipped.append("the Secret is in another namespace")
+            if not skipped:
+                return None  # cert-manager's gateway-shim creates it
+            text = f"Secret {where} is not present and {issuer} will not create it ({'; '.join(skipped)})"
+        else:
+            text = f"Secret {where} is not present and no cert-manager annotation or Certificate creates it"
+        if "${" in name:
+            # A Flux substitution: the real name is not in the input.
+            return f"Secret name {where} is a substitution the input does not resolve", False
+        return text, authoritative

@@ -1,0 +1,1 @@
+"""L2 announcements: which Services are announced on the LAN, and how."""

@@ -1,0 +1,180 @@
+"""l2-client-rate-limit: the agent's API client budget must cover L2 lease renewals."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity, as_list
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import (
+    CONFIG_KINDS,
+    anchor,
+    concrete,
+    config_finding,
+    describe,
+    flag,
+    parse_duration,
+    parse_number,
+    require_settings,
+    target_version,
+)
+from auditor_rules.exposure._services import (
+    SelectorSet,
+    handled_by_cilium_l2,
+    l2_external_ip_selectors,
+    l2_lb_selectors,
+    selector_labels,
+    service_type,
+)
+
+L2_KEY = "enable-l2-announcements"
+QPS_KEY = "k8s-client-qps"
+BURST_KEY = "k8s-client-burst"
+RENEW_KEY = "l2-announcements-renew-deadline"
+DEFAULT_RENEW = "5s"
+# Agent client defaults: 10/20 since 1.17 (5/10 before, 10/20 on Kubernetes >= 1.27 from 1.15).
+DEFAULTS_SINCE = (1, 17)
+DEFAULT_QPS, DEFAULT_BURST = 10.0, 20.0
+OLD_DEFAULT_QPS, OLD_DEFAULT_BURST = 5.0, 10.0
+
+
+def announced(service: K8sObject, lb_selects: SelectorSet, external_selects: SelectorSet) -> bool:
+    """Whether some L2 policy announces an address of this Service (one lease per Service)."""
+    if not handled_by_cilium_l2(service):
+        return False
+    is_lb = service_type(service) == "LoadBalancer"
+    has_external = bool(as_list(service.spec.get("externalIPs")))
+    if not (is_lb and lb_selects) and not (has_external and external_selects):
+        return False
+    labels = selector_labels(service)
+    return (is_lb and lb_selects.matches(labels)) or (has_external and external_selects.matches(labels))
+
+
+def _number(ctx: RuleContext, key: str, default: float, what: str) -> float:
+    setting = concrete(ctx, key, what)
+    if setting is None:
+        return default
+    value = parse_number(setting.value)
+    if value is None:
+        raise NotRun(f"{what}: {key}={setting.value!r} ({setting.origin}) is not a number")
+    return value
+
+
+def _format(value: float) -> str:
+    return f"{value:g}"
+
+
+class L2ClientRateLimit(Rule):
+    id = "l2-client-rate-limit"
+    severity = Severity.WARNING
+    title = "Agent API client rate limit too low for the L2-announced Services"
+    rationale = (
+        "With L2 announcements each announced Service is a Lease the elected agent renews through "
+        "the Kubernetes API at least once per renew deadline (l2-announcements-renew-deadline, "
+        "default 5s). Cilium's L2 guide sizes the agent client as QPS = announced Services / renew "
+        "deadline (65 Services with a 2s deadline need 32.5 QPS) with burst slightly above, and "
+        "warns the default budget is quickly exhausted: renewals then queue behind the rate limiter, "
+        "leases expire and IPs fail over or go unanswered. The guide still quotes 5 QPS / burst 10; "
+        "the agent's actual defaults are 10 / 20 since Cilium 1.17 (PRs #29445, #33821; the operator "
+        "has its own 100 / 200, irrelevant to leases). The rule counts the Services an L2 policy "
+        "announces (LoadBalancer IPs, or externalIPs when the policy says so), divides by the "
+        "effective renew deadline and compares with the effective k8s-client-qps and "
+        "k8s-client-burst (explicit or default). Only applies when L2 announcements are on."
+    )
+    remediation = (
+        "Raise Helm k8sClientRateLimit.qps (cilium-config k8s-client-qps) to at least announced "
+        "Services / renew deadline and k8sClientRateLimit.burst a little above it, or lengthen "
+        "l2announcements.leaseRenewDeadline."
+    )
+    requires = (kinds.SERVICE,)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY, *CONFIG_KINDS)
+    facts = (
+        Fact(
+            "Client QPS sizing: announced Services / lease renew deadline; burst slightly higher",
+            "Cilium 1.14+ (L2 announcements guide)",
+            "Documentation/network/l2-announcements.rst",
+        ),
+        Fact("Lease renew deadline default 5s (l2-announcements-renew-deadline)", "Cilium 1.14+", "Documentation/network/l2-announcements.rst"),
+        Fact(
+            "Agent k8s-client-qps / k8s-client-burst default to 10 / 20 (the guide's 5 / 10 is stale)",
+            "Cilium 1.17+ (1.15+ on Kubernetes >= 1.27)",
+            "cilium/cilium PRs #29445, #33821; pkg/defaults",
+        ),
+    )
+    references = (
+        "https://docs.cilium.io/en/stable/network/l2-announcements/",
+        "https://github.com/cilium/cilium/pull/33821",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data:
+  enable-l2-announcements: "true"
+  l2-announcements-renew-deadline: 2s
+  k8s-client-qps: "1"
+  k8s-client-burst: "2"
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: default-l2}
+spec: {loadBalancerIPs: true}
+---
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: Service, metadata: {name: dns, namespace: net}, spec: {type: LoadBalancer}}
+  - {apiVersion: v1, kind: Service, metadata: {name: ntp, namespace: net}, spec: {type: LoadBalancer}}
+  - {apiVersion: v1, kind: Service, metadata: {name: smtp, namespace: mail}, spec: {type: LoadBalancer}}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {enable-l2-announcements: "true"}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: default-l2}
+spec: {loadBalancerIPs: true}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: dns, namespace: networking}
+spec: {type: LoadBalancer, ports: [{port: 53, protocol: UDP}]}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        what = "cannot size the agent's API client for L2 announcements"
+        require_settings(ctx, what)
+        if not flag(ctx, L2_KEY, what):
+            return
+        if not ctx.known(kinds.L2_ANNOUNCEMENT_POLICY):
+            raise NotRun(f"L2 announcements are on, but the input holds no CiliumL2AnnouncementPolicy objects: {what}")
+        policies = snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY)
+        lb_selects, external_selects = l2_lb_selectors(policies), l2_external_ip_selectors(policies)
+        services = [s for s in snapshot.of_kind(kinds.SERVICE) if announced(s, lb_selects, external_selects)]
+        renew_setting = concrete(ctx, RENEW_KEY, what)
+        renew = parse_duration(renew_setting.value if renew_setting else DEFAULT_RENEW)
+        if renew is None or renew <= 0:
+            raise NotRun(f"{what}: {RENEW_KEY}={renew_setting.value!r} ({renew_setting.origin}) is not a positive duration")
+        version, _ = target_version(ctx)
+        defaults = (DEFAULT_QPS, DEFAULT_BURST) if version[:2] >= DEFAULTS_SINCE else (OLD_DEFAULT_QPS, OLD_DEFAULT_BURST)
+        qps = _number(ctx, QPS_KEY, defaults[0], what)
+        burst = _number(ctx, BURST_KEY, defaults[1], what)
+        qps_setting = ctx.cilium.get(QPS_KEY)
+        ctx.examined(anchor(ctx, qps_setting)[0])
+        needed = len(services) / renew
+        if qps >= needed and burst >= needed:
+            return
+        deadline = renew_setting.value if renew_setting else f"{DEFAULT_RENEW} (default)"
+        yield config_finding(
+            ctx,
+            qps_setting,
+            f"{len(services)} Service(s) announced through L2 with a {deadline} lease renew deadline need about "
+            f"{_format(needed)} QPS (Services / renew deadline), but "
+            f"{describe(qps_setting, QPS_KEY, _format(defaults[0]))} and "
+            f"{describe(ctx.cilium.get(BURST_KEY), BURST_KEY, _format(defaults[1]))}",
+        )

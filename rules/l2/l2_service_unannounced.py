@@ -1,0 +1,151 @@
+"""l2-service-unannounced: a Cilium LoadBalancer Service whose IP nothing announces."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, flag, require_settings
+from auditor_rules.lbipam._pools import BGP_ADVERTISEMENT, DEFAULT_LB_IPAM_KEY, lb_ipam_handles
+from auditor_rules.exposure._services import (
+    bgp_lb_selectors,
+    handled_by_cilium_bgp,
+    handled_by_cilium_l2,
+    l2_lb_selectors,
+    load_balancer_class,
+    selector_labels,
+)
+
+L2_KEY = "enable-l2-announcements"
+BGP_KEY = "enable-bgp-control-plane"
+
+
+class L2ServiceUnannounced(Rule):
+    id = "l2-service-unannounced"
+    severity = Severity.ERROR
+    title = "LoadBalancer Service that no L2 policy or BGP advertisement announces"
+    rationale = (
+        "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster can reach "
+        "it until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true "
+        "whose serviceSelector matches the Service (L2, Cilium 1.14+), or, with the BGP control plane, "
+        "a cilium.io/v2 CiliumBGPAdvertisement entry with advertisementType Service, LoadBalancerIP "
+        "among its addresses and a selector matching the Service (an empty selector selects nothing). "
+        "CiliumBGPPeeringPolicy no longer counts: it was removed in 1.19. A Service with "
+        "loadBalancerClass io.cilium/l2-announcer is only eligible for L2 and one with "
+        "io.cilium/bgp-control-plane only for BGP; Services of another class are not Cilium's. The "
+        "platform exposes through the edge Gateway; when the LB-IPAM + L2 path is used, an "
+        "unannounced Service is an exposure that silently does not work. The rule runs only when L2 "
+        "announcements or the BGP control plane are on (cilium-config, else Helm values) and reads "
+        "the selecting objects, not the peering (peer configs are not checked)."
+    )
+    remediation = (
+        "Label the Service so an L2 announcement policy (loadBalancerIPs: true) or a BGP "
+        "advertisement selects it, widen a policy's serviceSelector, or change the Service to "
+        "ClusterIP if it should not be reachable."
+    )
+    requires = (kinds.SERVICE,)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY, BGP_ADVERTISEMENT, *CONFIG_KINDS)
+    facts = (
+        Fact(
+            "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching serviceSelector "
+            "(absent selector = all); the Service must have no loadBalancerClass or io.cilium/l2-announcer",
+            "Cilium 1.14+",
+            "Documentation/network/l2-announcements.rst",
+        ),
+        Fact(
+            "BGP advertises a Service through CiliumBGPAdvertisement advertisementType Service with LoadBalancerIP; "
+            "an empty selector selects nothing",
+            "cilium.io/v2 BGP CRDs, 1.18+ (only option in 1.19)",
+            "CRD ciliumbgpadvertisements.yaml @1caf37d; cilium/cilium PR #42278",
+        ),
+    )
+    references = (
+        "https://docs.cilium.io/en/stable/network/l2-announcements/",
+        "https://docs.cilium.io/en/stable/network/bgp-control-plane/",
+        "https://github.com/cilium/cilium/pull/42278",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: edge-only}
+spec:
+  serviceSelector: {matchLabels: {exposure: edge}}
+  loadBalancerIPs: true
+---
+apiVersion: v1
+kind: Service
+metadata: {name: smtp, namespace: mail}
+spec: {type: LoadBalancer, ports: [{port: 25}]}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cilium-config, namespace: kube-system}
+data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: edge-only}
+spec:
+  serviceSelector: {matchLabels: {exposure: edge}}
+  loadBalancerIPs: true
+---
+apiVersion: v1
+kind: Service
+metadata: {name: smtp, namespace: mail, labels: {exposure: edge}}
+spec: {type: LoadBalancer, ports: [{port: 25}]}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        what = "cannot tell how LoadBalancer IPs are announced"
+        require_settings(ctx, what)
+        l2_on = flag(ctx, L2_KEY, what)
+        bgp_on = flag(ctx, BGP_KEY, what)
+        if not (l2_on or bgp_on):
+            return  # neither L2 nor BGP: no announcement mechanism to judge
+        default_ipam = concrete(ctx, DEFAULT_LB_IPAM_KEY, what)
+        services = [
+            s for s in snapshot.of_kind(kinds.SERVICE)
+            if lb_ipam_handles(s, default_ipam.value if default_ipam else None)
+        ]
+        if not services:
+            return
+        if l2_on and not ctx.known(kinds.L2_ANNOUNCEMENT_POLICY):
+            raise NotRun(f"L2 announcements are on but the input holds no CiliumL2AnnouncementPolicy objects: {what}")
+        if bgp_on and not ctx.known(BGP_ADVERTISEMENT):
+            raise NotRun(f"the BGP control plane is on but the input holds no CiliumBGPAdvertisement objects: {what}")
+        # Compiled once, memoised on the label keys they read (100,000 Services stay fast).
+        l2_selects = l2_lb_selectors(snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY) if l2_on else [])
+        bgp_selects = bgp_lb_selectors(snapshot.of_kind(BGP_ADVERTISEMENT) if bgp_on else [])
+        mechanisms = " and ".join(m for m, on in (("L2 announcements", l2_on), ("BGP control plane", bgp_on)) if on)
+        for service in services:
+            ctx.examined(service)
+            l2_eligible = l2_on and handled_by_cilium_l2(service)
+            bgp_eligible = bgp_on and handled_by_cilium_bgp(service)
+            labels = selector_labels(service)
+            if l2_eligible and l2_selects.matches(labels):
+                continue
+            if bgp_eligible and bgp_selects.matches(labels):
+                continue
+            lb_class = load_balancer_class(service)
+            if not (l2_eligible or bgp_eligible):
+                message = (
+                    f"loadBalancerClass {lb_class} needs a mechanism that is off (on: {mechanisms}): "
+                    "its LoadBalancer IP is not announced"
+                )
+            else:
+                missing = []
+                if l2_eligible:
+                    missing.append("no CiliumL2AnnouncementPolicy with loadBalancerIPs: true selects it")
+                if bgp_eligible:
+                    missing.append("no CiliumBGPAdvertisement (Service, LoadBalancerIP) selects it")
+                message = f"{' and '.join(missing)}: its LoadBalancer IP is not announced (on: {mechanisms})"
+            yield self.finding(service, message)

@@ -1,0 +1,1 @@
+"""LoadBalancer IPs: LB-IPAM pools, their ranges and the addresses Services get."""

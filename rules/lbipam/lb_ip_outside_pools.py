@@ -1,0 +1,150 @@
+"""lb-ip-outside-pools: a Service asks LB-IPAM for an address no usable pool holds."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, concrete
+from auditor_rules.lbipam._pools import (
+    DEFAULT_LB_IPAM_KEY,
+    Range,
+    RangeIndex,
+    is_placeholder,
+    lb_ipam_handles,
+    parse_address,
+    pool_blocks,
+    pool_disabled,
+    requested_ips,
+)
+from auditor_rules.exposure._services import SelectorSet, selector_labels
+
+
+class LbIpOutsidePools(Rule):
+    id = "lb-ip-outside-pools"
+    severity = Severity.ERROR
+    title = "LoadBalancer Service requests an IP that no usable LB-IPAM pool holds"
+    rationale = (
+        "A Service can ask LB-IPAM for specific addresses with the lbipam.cilium.io/ips annotation "
+        "(Cilium 1.16+ spelling), the older io.cilium/lb-ipam-ips, or spec.loadBalancerIP (deprecated "
+        "in Kubernetes since 1.24 but still honoured). LB-IPAM allocates a requested address only "
+        "from a pool that contains it, whose serviceSelector matches the Service, and which is not "
+        "disabled (a disabled pool makes no new allocations); otherwise the Service stays without "
+        "that address, and whatever points at it (DNS, firewall rules) points at nothing. Only "
+        "Services LB-IPAM handles count: no loadBalancerClass (unless default-lb-service-ipam hands "
+        "them elsewhere), io.cilium/l2-announcer or io.cilium/bgp-control-plane. Pools are indexed "
+        "by range, so each requested address costs a bisection, not a scan of every pool."
+    )
+    remediation = (
+        "Request an address inside a pool that selects the Service (or drop the request and let "
+        "LB-IPAM choose), or extend a pool's blocks or serviceSelector to cover it."
+    )
+    requires = (kinds.SERVICE,)
+    uses = (kinds.LB_IP_POOL, *CONFIG_KINDS)
+    facts = (
+        Fact(
+            "Requested IPs: lbipam.cilium.io/ips (comma-separated), legacy io.cilium/lb-ipam-ips and spec.loadBalancerIP are all read; "
+            "the pool's serviceSelector still applies",
+            "new prefix 1.16+",
+            "cilium/cilium PR #30169; LB-IPAM code; Documentation/network/lb-ipam.rst",
+        ),
+        Fact("spec.disabled: a disabled pool makes no new allocations", "Cilium 1.13+", "CRD ciliumloadbalancerippools.yaml"),
+        Fact(
+            "LB-IPAM serves Services with no loadBalancerClass (per default-lb-service-ipam, default lbipam), "
+            "io.cilium/l2-announcer or io.cilium/bgp-control-plane; other classes are ignored",
+            "default-lb-service-ipam 1.17+",
+            "cilium/cilium PR #35074; Documentation/network/lb-ipam.rst",
+        ),
+    )
+    references = (
+        "https://docs.cilium.io/en/stable/network/lb-ipam/",
+        "https://github.com/cilium/cilium/pull/30169",
+    )
+    example_fail = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: postgres-lb
+  namespace: database
+  annotations: {lbipam.cilium.io/ips: 192.168.67.206}
+spec: {type: LoadBalancer, ports: [{port: 5432}]}
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: postgres-lb
+  namespace: database
+  annotations: {lbipam.cilium.io/ips: 192.168.67.246}
+spec: {type: LoadBalancer, ports: [{port: 5432}]}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        default_ipam = None
+        if ctx.cilium.get(DEFAULT_LB_IPAM_KEY) is not None:
+            setting = concrete(ctx, DEFAULT_LB_IPAM_KEY, "cannot tell which Services LB-IPAM serves")
+            default_ipam = setting.value if setting else None
+        requests: list[tuple[K8sObject, list[tuple[str, str]]]] = []
+        for service in snapshot.of_kind(kinds.SERVICE):
+            if not lb_ipam_handles(service, default_ipam):
+                continue
+            wanted = requested_ips(service)
+            if wanted:
+                requests.append((service, wanted))
+        if not requests:
+            return
+        if not ctx.known(kinds.LB_IP_POOL):
+            raise NotRun(
+                f"{len(requests)} Service(s) request specific LoadBalancer IPs, but the input holds no "
+                "CiliumLoadBalancerIPPool objects"
+            )
+        pools = snapshot.of_kind(kinds.LB_IP_POOL)
+        index: RangeIndex[K8sObject] = RangeIndex((block, pool) for pool in pools for block in pool_blocks(pool))
+        # One memoised selector per pool (absent selector: every Service).
+        selects = {
+            id(pool): SelectorSet([pool.spec["serviceSelector"]]) if pool.spec.get("serviceSelector") is not None
+            else SelectorSet([], always=True)
+            for pool in pools
+        }
+        for service, wanted in requests:
+            ctx.examined(service)
+            labels = selector_labels(service)
+            problems = []
+            for where, text in wanted:
+                if is_placeholder(text):
+                    continue  # a substitution the input does not resolve
+                address = parse_address(text)
+                if address is None:
+                    problems.append(f"{text!r} ({where}) is not an IP address")
+                    continue
+                value = Range(address.version, int(address), int(address), text)
+                holders = [pool for _, pool in index.containing(value.family, value.first)]
+                if any(selects[id(pool)].matches(labels) and not pool_disabled(pool) for pool in holders):
+                    continue
+                if not holders:
+                    problems.append(f"{text} ({where}) is in no pool")
+                    continue
+                reasons = []
+                for pool in sorted(dict.fromkeys(holders), key=lambda p: p.name):
+                    if pool_disabled(pool):
+                        reasons.append(f"pool {pool.name} holds it but is disabled")
+                    else:
+                        reasons.append(f"pool {pool.name} holds it but its serviceSelector does not select this Service")
+                problems.append(f"{text} ({where}): {', '.join(reasons)}")
+            if problems:
+                yield self.finding(service, f"requested LoadBalancer IP not allocatable: {'; '.join(problems)}")

@@ -1,0 +1,100 @@
+"""lb-ipam-legacy-annotation: the io.cilium/lb-ipam-* spelling of LB-IPAM annotations."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity, as_mapping
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules.lbipam._pools import (
+    IPS_ANNOTATION,
+    LEGACY_IPS_ANNOTATION,
+    LEGACY_SHARING_KEY_ANNOTATION,
+    SHARING_KEY_ANNOTATION,
+)
+
+LEGACY = {LEGACY_IPS_ANNOTATION: IPS_ANNOTATION, LEGACY_SHARING_KEY_ANNOTATION: SHARING_KEY_ANNOTATION}
+
+
+class LbIpamLegacyAnnotation(Rule):
+    id = "lb-ipam-legacy-annotation"
+    severity = Severity.INFO
+    title = "LB-IPAM annotation in the older io.cilium/lb-ipam-* spelling"
+    rationale = (
+        "Cilium added the lbipam.cilium.io/ips and lbipam.cilium.io/sharing-key annotations as the "
+        "new spelling of io.cilium/lb-ipam-ips and io.cilium/lb-ipam-sharing-key (cilium/cilium PR "
+        "#30169, in use from 1.16). LB-IPAM still reads both keys on Services and the old one is not "
+        "formally deprecated there, so on a Service this is only a consistency note (info): prefer "
+        "the lbipam.cilium.io spelling, and when both keys are set the new one is used (the rule says "
+        "so when they disagree). On a Gateway, putting io.cilium/lb-ipam-ips in "
+        "spec.infrastructure.annotations does make Cilium log a DEPRECATED warning, the Gateway's "
+        "spec.addresses being the supported way to ask for an address: that is reported as a warning."
+    )
+    remediation = (
+        "Rename the annotation to lbipam.cilium.io/ips (or lbipam.cilium.io/sharing-key); on a "
+        "Gateway, request the address with spec.addresses instead."
+    )
+    requires = ((kinds.SERVICE, kinds.GATEWAY),)
+    facts = (
+        Fact(
+            "lbipam.cilium.io/* is the new prefix; LB-IPAM reads both spellings; no formal deprecation for Services",
+            "new prefix 1.16+",
+            "cilium/cilium PR #30169; LB-IPAM code (annotation.Get with the alias)",
+        ),
+        Fact(
+            "A Gateway setting io.cilium/lb-ipam-ips via spec.infrastructure.annotations logs DEPRECATED; use spec.addresses",
+            "Cilium gateway controller (release not pinned)",
+            "Cilium gateway-api operator source; docs PR #35536",
+        ),
+    )
+    references = (
+        "https://github.com/cilium/cilium/pull/30169",
+        "https://docs.cilium.io/en/stable/network/lb-ipam/",
+    )
+    example_fail = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: postgres-lb
+  namespace: database
+  annotations: {io.cilium/lb-ipam-ips: 192.168.67.246}
+spec: {type: LoadBalancer, ports: [{port: 5432}]}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: postgres-lb
+  namespace: database
+  annotations: {lbipam.cilium.io/ips: 192.168.67.246}
+spec: {type: LoadBalancer, ports: [{port: 5432}]}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        for service in snapshot.of_kind(kinds.SERVICE):
+            annotations = service.annotations
+            legacy = [key for key in LEGACY if key in annotations]
+            if not legacy:
+                continue
+            ctx.examined(service)
+            parts = []
+            for key in legacy:
+                new = LEGACY[key]
+                text = f"{key}: prefer {new}"
+                if new in annotations and annotations.get(new) != annotations.get(key):
+                    text += f" ({new} is also set, to {annotations.get(new)!r}, and wins)"
+                parts.append(text)
+            yield self.finding(service, "; ".join(parts))
+        for gateway in snapshot.of_kind(kinds.GATEWAY):
+            infrastructure = as_mapping(gateway.spec.get("infrastructure"))
+            annotations = as_mapping(infrastructure.get("annotations"))
+            if LEGACY_IPS_ANNOTATION in annotations:
+                ctx.examined(gateway)
+                yield self.finding(
+                    gateway,
+                    f"spec.infrastructure.annotations sets {LEGACY_IPS_ANNOTATION}: Cilium logs it as DEPRECATED for Gateways; "
+                    "request the address with spec.addresses",
+                    Severity.WARNING,
+                )

@@ -1,0 +1,85 @@
+"""lb-pool-conflict: a pool LB-IPAM reports as conflicting (it allocates nothing)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity, as_str
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules.lbipam._pools import POOL_CONFLICT, conditions
+
+
+class LbPoolConflict(Rule):
+    id = "lb-pool-conflict"
+    severity = Severity.ERROR
+    title = "LB-IPAM pool reported as conflicting (cilium.io/PoolConflict)"
+    rationale = (
+        "When CiliumLoadBalancerIPPools overlap, LB-IPAM marks the last-added one with the status "
+        "condition cilium.io/PoolConflict=True (reason e.g. cidr_overlap; the Conflicting column of "
+        "kubectl get ippools) and that pool stops allocating (lb-ipam docs, Cilium 1.13+). Services "
+        "that only it could serve stay without an address. This is the operator's own verdict, so it "
+        "catches conflicts lb-pool-overlap cannot see from manifests. Only objects read from a "
+        "cluster carry a status: the rule judges pools from a live read or a snapshot, and pools of "
+        "offline input only when they carry status.conditions (a kubectl dump); manifests without "
+        "status make it not-run instead of passing."
+    )
+    remediation = (
+        "Remove the overlap (see lb-pool-overlap and the condition's message), then check that "
+        "kubectl get ippools shows Conflicting false for every pool."
+    )
+    requires = (kinds.LB_IP_POOL,)
+    facts = (
+        Fact(
+            "Status condition type cilium.io/PoolConflict (printer column Conflicting); a conflicting pool stops allocating",
+            "Cilium 1.13+",
+            "CRD ciliumloadbalancerippools.yaml additionalPrinterColumns; Documentation/network/lb-ipam.rst",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
+    example_fail = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: lab}
+spec:
+  blocks: [{cidr: 192.168.67.240/28}]
+status:
+  conditions:
+    - type: cilium.io/PoolConflict
+      status: "True"
+      reason: cidr_overlap
+      message: Pool overlaps with CIDR of pool 'edge'
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: edge}
+spec:
+  blocks: [{cidr: 192.168.67.240/28}]
+status:
+  conditions:
+    - {type: cilium.io/PoolConflict, status: "False", reason: resolved}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        pools = snapshot.of_kind(kinds.LB_IP_POOL)
+        from_cluster = snapshot.mode in ("live", "snapshot")
+        judged = [p for p in pools if from_cluster or isinstance(p.status.get("conditions"), list)]
+        if pools and not judged:
+            raise NotRun(
+                f"{len(pools)} pool(s) in offline manifests, none with status.conditions: the conflict verdict "
+                "is only in the status of pools read from a cluster (audit live, a snapshot or a kubectl dump)"
+            )
+        for pool in judged:
+            ctx.examined(pool)
+            condition = conditions(pool).get(POOL_CONFLICT)
+            if condition is None or as_str(condition.get("status")) != "True":
+                continue
+            reason = as_str(condition.get("reason"))
+            message = as_str(condition.get("message"))
+            detail = ": ".join(part for part in (reason, message) if part)
+            yield self.finding(
+                pool,
+                f"{POOL_CONFLICT}=True{f' ({detail})' if detail else ''}: this pool allocates no addresses",
+            )

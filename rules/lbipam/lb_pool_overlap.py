@@ -1,0 +1,151 @@
+"""lb-pool-overlap: LB-IPAM pools overlapping each other, the pod CIDR or the Service CIDR."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, K8sObject, Severity
+from auditor.rule import Fact, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS
+from auditor_rules.lbipam._pools import (
+    POD,
+    Range,
+    node_pod_cidrs,
+    overlapping_pairs,
+    parse_cidr,
+    pool_blocks,
+    service_cidrs,
+)
+
+CLUSTER_POOL_KEY = "cluster-pool-ipv4-cidr"
+CLUSTER_POOL_V6_KEY = "cluster-pool-ipv6-cidr"
+IPAM_KEY = "ipam"
+
+
+def _pod_ranges(snapshot: Snapshot, ctx: RuleContext) -> list[tuple[Range, str]]:
+    ranges: list[tuple[Range, str]] = []
+    ipam = ctx.cilium.concrete_value(IPAM_KEY)
+    if ipam in (None, "cluster-pool"):
+        for key in (CLUSTER_POOL_KEY, CLUSTER_POOL_V6_KEY):
+            setting = ctx.cilium.get(key)
+            if setting is None or not setting.concrete:
+                continue
+            for part in setting.value.replace(",", " ").split():
+                parsed = parse_cidr(part)
+                if parsed is not None:
+                    ranges.append((parsed, f"the pod CIDR {parsed.text} ({key} from {setting.origin})"))
+    for parsed in node_pod_cidrs(snapshot):
+        ranges.append((parsed, f"the pod CIDR {parsed.text} (Node spec.podCIDRs)"))
+    return ranges
+
+
+class LbPoolOverlap(Rule):
+    id = "lb-pool-overlap"
+    severity = Severity.ERROR
+    title = "LB-IPAM pool overlapping another pool, the pod CIDR or the Service CIDR"
+    rationale = (
+        "LB-IPAM treats overlapping CiliumLoadBalancerIPPools as a soft error: the pool added last is "
+        "marked with the cilium.io/PoolConflict condition and stops allocating (lb-ipam docs, "
+        "Cilium 1.13+), so which pool works depends on creation order. A pool overlapping the pod "
+        "CIDR or the Service CIDR hands out LoadBalancer IPs the cluster already routes to pods or "
+        "Services. The platform keeps its pools in a range reserved on the node network (ADR 0020). "
+        "Ranges are compared as integers (blocks with cidr or start/stop, legacy spec.cidrs) in one "
+        "sorted sweep. The pod CIDR is cilium-config cluster-pool-ipv4-cidr/-ipv6-cidr (cluster-pool "
+        "IPAM, from the ConfigMap or Helm ipam.operator.clusterPoolIPv4PodCIDRList) and the Nodes' "
+        "spec.podCIDRs; the Service CIDR is the kube-apiserver static Pod's "
+        "--service-cluster-ip-range, else kubeadm's ClusterConfiguration serviceSubnet "
+        "(kube-system/kubeadm-config). Checks whose range the input does not show are skipped. "
+        "Two blocks of one pool overlapping each other are reported as a warning."
+    )
+    remediation = (
+        "Give each pool a range of its own, outside the pod and Service CIDRs (shrink or move the "
+        "blocks), then check that no pool reports cilium.io/PoolConflict."
+    )
+    requires = (kinds.LB_IP_POOL,)
+    uses = (kinds.NODE, POD, *CONFIG_KINDS)
+    facts = (
+        Fact(
+            "Overlapping pools: the last added is marked cilium.io/PoolConflict and stops allocating",
+            "Cilium 1.13+",
+            "Documentation/network/lb-ipam.rst",
+        ),
+        Fact(
+            "Pool ranges: spec.blocks with cidr or start/stop (a lone start is one IP); spec.cidrs removed",
+            "blocks 1.15+, cidrs removed 1.16",
+            "cilium/cilium PR #33151; CRD ciliumloadbalancerippools.yaml",
+        ),
+        Fact(
+            "Helm ipam.operator.clusterPoolIPv4PodCIDRList renders cluster-pool-ipv4-cidr (space-joined) in cluster-pool IPAM",
+            "Cilium chart",
+            "install/kubernetes/cilium/templates/cilium-configmap.yaml",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
+    example_fail = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: edge}
+spec:
+  blocks: [{cidr: 192.168.67.240/28}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: lab}
+spec:
+  blocks: [{start: 192.168.67.250, stop: 192.168.67.254}]
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: edge}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.245}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: lab}
+spec:
+  blocks: [{start: 192.168.67.246, stop: 192.168.67.250}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        pools = snapshot.of_kind(kinds.LB_IP_POOL)
+        entries: list[tuple[Range, tuple[str, K8sObject | None, str]]] = []
+        for pool in pools:
+            ctx.examined(pool)
+            for block in pool_blocks(pool):
+                entries.append((block, ("pool", pool, f"block {block.text}")))
+        if not entries:
+            return
+        for rng, label in _pod_ranges(snapshot, ctx):
+            entries.append((rng, ("cluster", None, label)))
+        found = service_cidrs(snapshot)
+        if found is not None:
+            ranges, where = found
+            for rng in ranges:
+                entries.append((rng, ("cluster", None, f"the Service CIDR {rng.text} ({where})")))
+        problems: dict[int, tuple[K8sObject, list[str], Severity]] = {}
+
+        def add(pool: K8sObject, text: str, severity: Severity) -> None:
+            _, texts, worst = problems.setdefault(id(pool), (pool, [], severity))
+            texts.append(text)
+            if severity.rank > worst.rank:
+                problems[id(pool)] = (pool, texts, severity)
+
+        for (a_range, (a_kind, a_pool, a_text)), (b_range, (b_kind, b_pool, b_text)) in overlapping_pairs(entries):
+            if a_kind == "cluster" and b_kind == "cluster":
+                continue
+            if a_pool is not None and b_pool is not None:
+                if a_pool is b_pool:
+                    add(a_pool, f"{a_text} overlaps its own {b_text}", Severity.WARNING)
+                    continue
+                add(a_pool, f"{a_text} overlaps {b_text} of pool {b_pool.name}", Severity.ERROR)
+                add(b_pool, f"{b_text} overlaps {a_text} of pool {a_pool.name}", Severity.ERROR)
+            elif a_pool is not None:
+                add(a_pool, f"{a_text} overlaps {b_text}", Severity.ERROR)
+            elif b_pool is not None:
+                add(b_pool, f"{b_text} overlaps {a_text}", Severity.ERROR)
+        for pool, texts, severity in problems.values():
+            yield self.finding(pool, "; ".join(texts), severity)

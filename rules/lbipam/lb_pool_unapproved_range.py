@@ -1,0 +1,73 @@
+"""lb-pool-unapproved-range: LB-IPAM pools drawing from ranges the posture does not approve."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules.lbipam._pools import covered, merge_ranges, parse_range_text, pool_blocks
+
+
+class LbPoolUnapprovedRange(Rule):
+    id = "lb-pool-unapproved-range"
+    severity = Severity.ERROR
+    title = "LB-IPAM pool range outside the approved ranges"
+    rationale = (
+        "A CiliumLoadBalancerIPPool decides which addresses LoadBalancer Services get, and with L2 "
+        "announcements a node answers ARP for them on the LAN: an address outside the range agreed "
+        "with the network administrators can collide with hosts, gateways or DHCP leases on the node "
+        "network. The platform lists the ranges pools may use in the posture "
+        "(exposure.approvedLbIpamRanges; default the bench pool 192.168.67.240-192.168.67.250, ADR "
+        "0020). Every block must lie entirely inside the approved ranges (their union): spec.blocks "
+        "with cidr or start/stop (a lone start is one address, Cilium 1.15+) and the pre-1.16 "
+        "spec.cidrs alike. Malformed blocks are ignored here."
+    )
+    remediation = (
+        "Move the pool's blocks into an approved range, or, once the network team has reserved the "
+        "new range, add it to exposure.approvedLbIpamRanges in the posture file."
+    )
+    requires = (kinds.LB_IP_POOL,)
+    facts = (
+        Fact(
+            "Pool ranges are spec.blocks items with cidr, or start and optional stop; spec.cidrs was removed",
+            "blocks 1.15+, cidrs removed 1.16",
+            "cilium/cilium PR #33151; Documentation/network/lb-ipam.rst",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
+    example_fail = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{cidr: 10.0.0.0/24}]
+"""
+    example_pass = """\
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: default-pool}
+spec:
+  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        approved_texts = list(ctx.posture.approved_lb_ipam_ranges)
+        approved = []
+        for text in approved_texts:
+            parsed = parse_range_text(text)
+            if parsed is None:
+                raise NotRun(f"the posture's approvedLbIpamRanges entry {text!r} is not a CIDR, range or address")
+            approved.append(parsed)
+        spans = merge_ranges(approved)
+        shown = ", ".join(approved_texts) or "none"
+        for pool in snapshot.of_kind(kinds.LB_IP_POOL):
+            ctx.examined(pool)
+            outside = [block.text for block in pool_blocks(pool) if not covered(spans, block)]
+            if outside:
+                yield self.finding(
+                    pool,
+                    f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} outside the approved ranges ({shown})",
+                )

@@ -1,0 +1,111 @@
+"""lb-service-no-ingress-ip: a Cilium LoadBalancer Service that never got an address."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from auditor import kinds
+from auditor.model import Finding, Severity, as_str
+from auditor.rule import Fact, NotRun, Rule, RuleContext
+from auditor.snapshot import Snapshot
+from auditor_rules._cilium_settings import CONFIG_KINDS, concrete
+from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, REQUEST_SATISFIED, conditions, lb_ipam_handles
+from auditor_rules.exposure._services import ingress_addresses, load_balancer_class, service_type
+
+NODE_IPAM_CLASS = "io.cilium/node"
+
+
+class LbServiceNoIngressIp(Rule):
+    id = "lb-service-no-ingress-ip"
+    severity = Severity.WARNING
+    title = "Cilium LoadBalancer Service without an address in status.loadBalancer.ingress"
+    rationale = (
+        "A LoadBalancer Service is reachable only once an address shows in "
+        "status.loadBalancer.ingress. For the Services Cilium handles (no loadBalancerClass unless "
+        "default-lb-service-ipam says otherwise, io.cilium/l2-announcer, io.cilium/bgp-control-plane, "
+        "or io.cilium/node for Node IPAM) an empty status means LB-IPAM could not allocate: no pool "
+        "(LB-IPAM is dormant until the first pool exists), no pool selecting the Service, a "
+        "conflicting or exhausted pool, or a requested IP outside the pools. LB-IPAM records why in "
+        "the Service condition io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in "
+        "later releases), quoted when present. Manifests never carry status, so the rule judges "
+        "only Services read from a cluster (a live read, a snapshot, or a kubectl dump: objects with "
+        "the uid and resourceVersion the API server sets), where an empty status is a fact, not an absence."
+    )
+    remediation = (
+        "Read the Service's IPAM condition, then add or fix a pool that selects it (or fix its "
+        "requested IP); if the Service should not be exposed, change it to ClusterIP."
+    )
+    requires = (kinds.SERVICE,)
+    uses = CONFIG_KINDS
+    facts = (
+        Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
+        Fact(
+            "Service condition on failed allocation: io.cilium/lb-ipam-request-satisfied (1.15 docs) / "
+            "cilium.io/IPAMRequestSatisfied (seen on 1.16.2) — PARTIAL, both accepted",
+            "Cilium 1.15 / 1.16+",
+            "Documentation/network/lb-ipam.rst; cilium/cilium issue #30692",
+        ),
+    )
+    references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
+    example_fail = """\
+apiVersion: v1
+kind: List
+auditSnapshot:
+  formatVersion: 1
+  context: bench
+  kinds:
+    Service: {state: listed}
+items:
+  - apiVersion: v1
+    kind: Service
+    metadata: {name: smtp, namespace: mail}
+    spec: {type: LoadBalancer, ports: [{port: 25}]}
+    status: {loadBalancer: {}}
+"""
+    example_pass = """\
+apiVersion: v1
+kind: List
+auditSnapshot:
+  formatVersion: 1
+  context: bench
+  kinds:
+    Service: {state: listed}
+items:
+  - apiVersion: v1
+    kind: Service
+    metadata: {name: smtp, namespace: mail}
+    spec: {type: LoadBalancer, ports: [{port: 25}]}
+    status: {loadBalancer: {ingress: [{ip: 192.168.67.241}]}}
+"""
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        default_ipam = None
+        if ctx.cilium.get(DEFAULT_LB_IPAM_KEY) is not None:
+            setting = concrete(ctx, DEFAULT_LB_IPAM_KEY, "cannot tell which Services LB-IPAM serves")
+            default_ipam = setting.value if setting else None
+        services = [
+            s for s in snapshot.of_kind(kinds.SERVICE)
+            if lb_ipam_handles(s, default_ipam)
+            or (service_type(s) == "LoadBalancer" and load_balancer_class(s) == NODE_IPAM_CLASS)
+        ]
+        if not services:
+            return
+        judged = [s for s in services if snapshot.read_from_cluster(s)]
+        if not judged:
+            raise NotRun(
+                f"{len(services)} Cilium LoadBalancer Service(s), but only in manifests, which carry no status: "
+                "audit a live cluster, a snapshot or a kubectl dump to read status.loadBalancer.ingress"
+            )
+        for service in judged:
+            ctx.examined(service)
+            if ingress_addresses(service):
+                continue
+            found = conditions(service)
+            detail = ""
+            for kind in REQUEST_SATISFIED:
+                condition = found.get(kind)
+                if condition is not None and as_str(condition.get("status")) == "False":
+                    why = ": ".join(p for p in (as_str(condition.get("reason")), as_str(condition.get("message"))) if p)
+                    detail = f" ({kind}=False{': ' + why if why else ''})"
+                    break
+            yield self.finding(service, f"no address in status.loadBalancer.ingress{detail}: not reachable")

@@ -1,0 +1,1 @@
+"""Network policy: default-deny per application namespace, allow-all policies, the host firewall."""
