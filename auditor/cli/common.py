@@ -163,9 +163,7 @@ def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     from auditor.atomic import write_atomically
 
     if prepared.baseline is not None and options.baseline_file:
-        from auditor import baseline
-
-        result = baseline.apply(result, prepared.baseline, options.baseline_file)
+        result = result.with_baseline(prepared.baseline, options.baseline_file)
     stdout_text, files = render_all(result, options)
     for path, text in files.items():
         write_atomically(path, text)
