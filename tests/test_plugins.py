@@ -168,6 +168,7 @@ BROKEN = {
     "acme-crashes": "acme_broken.rules:Crashes",
     "acme-not-a-rule": "acme_broken.rules:helper",
     "acme-clash": "acme_broken.rules:Clash",
+    "acme-misnamed": "acme_broken.rules:Misnamed",
 }
 BROKEN_MODULE = '''
 from auditor import kinds
@@ -199,6 +200,13 @@ class Crashes(Rule):
 
 class Clash(Crashes):
     id = "lb-service-not-excepted"
+
+    def check(self, snapshot, ctx):
+        return iter(())
+
+
+class Misnamed(Crashes):
+    id = "acme-named-otherwise"
 
     def check(self, snapshot, ctx):
         return iter(())
@@ -236,6 +244,9 @@ def test_broken_plugins_are_error_results_not_crashes(installed, broken, tmp_pat
     assert "rule crashed: KeyError" in errors["acme-crashes"]
     assert "not a subclass of auditor.rule.Rule" in errors["acme-not-a-rule"]
     assert "rule id 'lb-service-not-excepted' is already taken" in errors["acme-clash"]
+    assert ("entry point 'acme-misnamed' is not named after its rule id 'acme-named-otherwise'"
+            in errors["acme-misnamed"])
+    assert "acme-named-otherwise" not in {r["id"] for r in report["rules"]}
     assert len({r["id"] for r in report["rules"]}) == len(report["rules"]), "one entry per rule id"
     # The other rules still reached their verdicts, the plugin that works included.
     statuses = {r["id"]: r["status"] for r in report["rules"] if r["status"] != "error"}
@@ -253,4 +264,4 @@ def test_audit_rules_shows_broken_plugins(broken) -> None:
     listed = run_cli("rules", "--format", "json", env=_env(broken))
     assert listed.code == 0, listed.stderr
     errors = {r["id"]: r["error"] for r in json.loads(listed.stdout) if "error" in r}
-    assert {"acme-import-error", "acme-bad-metadata", "acme-not-a-rule"} <= set(errors)
+    assert {"acme-import-error", "acme-bad-metadata", "acme-not-a-rule", "acme-misnamed"} <= set(errors)
