@@ -88,6 +88,7 @@ def _at(schema: dict[str, Any], *path: str) -> Any:
 
 
 REPORT = load_schema("report.schema.json")
+CASE = load_schema("case.schema.json")
 POSTURE = load_schema("posture.schema.json")
 
 
@@ -102,6 +103,11 @@ POSTURE = load_schema("posture.schema.json")
     (REPORT, ("properties", "coverage", "items", "properties", "state", "enum"), [s.value for s in CoverageState]),
     (REPORT, ("properties", "summary", "properties", "exitCode", "enum"), [EXIT_OK, EXIT_FINDINGS, EXIT_INCOMPLETE]),
     (REPORT, ("$defs", "cluster", "properties", "exitCode", "enum"), [EXIT_OK, EXIT_FINDINGS, EXIT_INCOMPLETE]),
+    (CASE, ("$defs", "expect", "properties", "status", "enum"), [s.value for s in RuleStatus]),
+    (CASE, ("$defs", "finding", "properties", "status", "enum"), [s.value for s in FindingStatus]),
+    (CASE, ("$defs", "finding", "properties", "severity", "enum"), SEVERITIES),
+    (CASE, ("$defs", "case", "properties", "coverage", "additionalProperties", "enum"),
+     [s.value for s in CoverageState]),
 ], ids=lambda value: "/".join(value) if isinstance(value, tuple) else None)
 def test_schema_enums_are_the_codes_enums(schema: dict[str, Any], path: tuple[str, ...], values: list[Any]) -> None:
     assert _at(schema, *path) == values

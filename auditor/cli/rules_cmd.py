@@ -35,9 +35,10 @@ def _block(title: str, text: str, width: int = 88) -> str:
 @click.command()
 @click.argument("rule_id", metavar="ID")
 def explain(rule_id: str) -> None:
-    """Show one rule's rationale, remediation and examples."""
+    """Show one rule's rationale, remediation and examples (from its case file)."""
     from auditor.errors import AuditError
     from auditor.registry import load_rules
+    from auditor.testing import explain_examples
 
     rule = load_rules().by_id(rule_id)
     if rule is None:
@@ -54,8 +55,9 @@ def explain(rule_id: str) -> None:
     ]
     if rule.references:
         parts += ["", "References"] + [f"  {ref}" for ref in rule.references]
-    if rule.example_fail:
-        parts += ["", "Fails", textwrap.indent(rule.example_fail.rstrip(), "  ")]
-    if rule.example_pass:
-        parts += ["", "Passes", textwrap.indent(rule.example_pass.rstrip(), "  ")]
+    failing, passing = explain_examples(rule)
+    if failing:
+        parts += ["", "Fails", textwrap.indent(failing.rstrip(), "  ")]
+    if passing:
+        parts += ["", "Passes", textwrap.indent(passing.rstrip(), "  ")]
     click.echo("\n".join(parts))
