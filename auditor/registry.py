@@ -69,12 +69,29 @@ def builtin_rule_classes() -> list[type[Rule]]:
     return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
 
 
+PLUGIN_LAYER = "plugin"
+
+
+def rule_layer(rule: Rule | type[Rule]) -> str:
+    """The layer a rule guards: its sub-package of `auditor_rules` (datapath, lbipam, ...), or "plugin"."""
+    parts = (rule if isinstance(rule, type) else type(rule)).__module__.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "auditor_rules" else PLUGIN_LAYER
+
+
+def builtin_layers() -> tuple[str, ...]:
+    """The built-in rules' layers, in the order of the platform's chain (`auditor_rules.LAYERS`)."""
+    import auditor_rules
+
+    return tuple(auditor_rules.LAYERS)
+
+
 def index_entry(rule: Rule) -> dict:
     """What `audit rules` shows of a rule (and rules/index.json holds for the built-in ones)."""
     return {
         "id": rule.id,
         "severity": rule.severity.value,
         "title": rule.title,
+        "layer": rule_layer(rule),
         "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
         "uses": list(rule.uses),
     }

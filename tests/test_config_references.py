@@ -6,11 +6,13 @@
   coverage states, the exit codes): a test pins each pair, so neither drifts.
 - The rule set is built once per run; jsonschema is imported only when a file
   of the user's is validated (the bundled exception list is validated here).
+- Each built-in rule's layer is its sub-package, listed in `auditor_rules.LAYERS`.
 """
 
 from __future__ import annotations
 
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ import jsonschema
 import pytest
 import yaml
 
+import auditor_rules
 from auditor import registry
 from auditor.baseline import BaselineState
 from auditor.config_files import load_schema
@@ -27,7 +30,7 @@ from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from auditor.exceptions_list import EntryStatus, bundled_path
 from auditor.model import FindingStatus, RuleStatus, Severity
 from auditor.snapshot import CoverageState
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, ROOT, run_cli
 
 DRIFTED = str(FIXTURES / "clusters" / "drifted.json")
 SEVERITIES = [severity.value for severity in Severity.highest_first()]
@@ -186,3 +189,29 @@ def test_the_bundled_exception_list_is_valid() -> None:
     assert list(validator.iter_errors(data)) == []
     ids = registry.load_rules(plugins=False).ids
     assert {rule for entry in data["exceptions"] for rule in entry["rules"]} <= ids
+
+
+# --- layers -------------------------------------------------------------------------------
+
+
+def test_every_layer_is_a_sub_package_and_every_rule_in_one() -> None:
+    packages = {info.name for info in pkgutil.iter_modules(auditor_rules.__path__) if info.ispkg}
+    assert set(auditor_rules.LAYERS) == packages
+    for rule_class in registry.builtin_rule_classes():
+        assert registry.rule_layer(rule_class) in auditor_rules.LAYERS, rule_class.__module__
+    index = json.loads((ROOT / "rules" / "index.json").read_text(encoding="utf-8"))
+    assert all(entry["layer"] in auditor_rules.LAYERS for entry in index)
+
+
+def test_audit_rules_by_layer_follows_the_chain() -> None:
+    listed = run_cli("rules", "--by-layer", "--format", "json")
+    assert listed.code == 0, listed.stderr
+    groups = json.loads(listed.stdout)
+    assert [group["layer"] for group in groups] == list(auditor_rules.LAYERS)
+    everything = json.loads(run_cli("rules", "--format", "json").stdout)
+    assert sorted(r["id"] for group in groups for r in group["rules"]) == sorted(r["id"] for r in everything)
+    for group in groups:
+        assert group["about"] and all(rule["layer"] == group["layer"] for rule in group["rules"])
+    text = run_cli("rules", "--by-layer").stdout
+    assert text.startswith("datapath: The eBPF datapath")
+    assert text.index("\nlbipam: ") < text.index("\nl2: ") < text.index("\nleftovers: ")
