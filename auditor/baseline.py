@@ -17,21 +17,32 @@ of one rule about one object share that identity.
 - With a baseline, only `new` failed findings fail the gate.
 
 Everything here is a pure function of already-loaded data, except
-`load_report`, which reads and validates a JSON report.
+`load_report`, which reads and validates a JSON report. The engine applies a
+`Baseline` to its result (`AuditResult.with_baseline`); this module sits
+below it and knows nothing of results.
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Collection, Generic, Iterable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-from auditor.engine import AuditResult
 from auditor.errors import AuditError
 from auditor.model import Finding, FindingStatus, RuleStatus, Severity
 
-NEW = "new"
-UNCHANGED = "unchanged"
+
+class BaselineState(enum.Enum):
+    """What a current finding is, compared with the baseline."""
+
+    NEW = "new"
+    UNCHANGED = "unchanged"
+
+
+NEW = BaselineState.NEW
+UNCHANGED = BaselineState.UNCHANGED
 REPORT_SCHEMA = "report.schema.json"
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 _VERDICTS = (RuleStatus.PASSED.value, RuleStatus.FAILED.value)
@@ -72,10 +83,10 @@ class Comparison(Generic[T]):
 
     new: list[T] = field(default_factory=list)
     unchanged: list[T] = field(default_factory=list)
-    fixed: list[dict] = field(default_factory=list)
-    unverified: list[dict] = field(default_factory=list)
+    fixed: list[dict[str, Any]] = field(default_factory=list)
+    unverified: list[dict[str, Any]] = field(default_factory=list)
     # (key, failed?) -> NEW or UNCHANGED, for every current finding.
-    states: dict[tuple[FindingKey, bool], str] = field(default_factory=dict)
+    states: dict[tuple[FindingKey, bool], BaselineState] = field(default_factory=dict)
 
 
 def compare(
@@ -135,16 +146,12 @@ def clusters_of_report(report: Mapping[str, Any]) -> set[str] | None:
     clusters = report.get("target", {}).get("clusters")
     if not isinstance(clusters, list):
         return None
-    return _cluster_names(clusters, lambda cluster, key: cluster.get(key), lambda cluster: cluster.get("error"))
-
-
-def _cluster_names(clusters: Iterable[Any], get: Callable[[Any, str], Any], error: Callable[[Any], Any]) -> set[str]:
     names: set[str] = set()
     for cluster in clusters:
-        if error(cluster):  # a cluster that could not be read verifies nothing
+        if cluster.get("error"):  # a cluster that could not be read verifies nothing
             continue
         for key in ("name", "label", "context"):
-            value = get(cluster, key)
+            value = cluster.get(key)
             if isinstance(value, str) and value:
                 names.add(value)
     return names
@@ -159,7 +166,7 @@ def is_failing(entry: Mapping[str, Any], fail_on: Severity) -> bool:
     )
 
 
-def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> Comparison[dict]:
+def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> Comparison[dict[str, Any]]:
     """Compare two JSON reports: which findings of `new` are new, which of `old` are fixed."""
     return compare(
         old.get("findings", []),
@@ -171,7 +178,7 @@ def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> Comparison[d
     )
 
 
-def load_report(path: str, what: str = "report") -> dict:
+def load_report(path: str, what: str = "report") -> dict[str, Any]:
     """Read a JSON report and validate it against the report schema, or raise a one-line AuditError."""
     from auditor.config_files import read_small_file
 
@@ -187,16 +194,27 @@ def load_report(path: str, what: str = "report") -> dict:
     from auditor.config_files import load_schema
 
     validator = jsonschema.Draft202012Validator(load_schema(REPORT_SCHEMA))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(report))
-    if error is not None:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-        message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
-        hint = " (write it with --format json or --json FILE)" if not isinstance(report, dict) or "reportVersion" not in report else ""
+    invalid = jsonschema.exceptions.best_match(validator.iter_errors(report))
+    if invalid is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in invalid.absolute_path).lstrip(".")
+        message = invalid.message if len(invalid.message) <= 200 else invalid.message[:197] + "..."
+        hint = ""
+        if not isinstance(report, dict) or "reportVersion" not in report:
+            hint = " (write it with --format json or --json FILE)"
         raise AuditError(f"{path}: {what} is not a valid audit JSON report: {where or '(top level)'}: {message}{hint}")
-    return report
+    valid: dict[str, Any] = report
+    return valid
 
 
 # --- an audit with a baseline applied ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselineCounts:
+    new: int
+    unchanged: int
+    fixed: int
+    unverified: int  # in the baseline, gone now, but their rule (or cluster) reached no verdict
 
 
 @dataclass(frozen=True)
@@ -204,85 +222,28 @@ class Baseline:
     """A baseline report applied to the current audit."""
 
     path: str
-    report: dict
+    report: dict[str, Any]
     comparison: Comparison[Finding]
 
-    def state(self, finding: Finding) -> str:
-        """`new` or `unchanged` for a finding of the current audit."""
+    @property
+    def as_of(self) -> str | None:
+        """The baseline report's `asOf` date, as it holds it."""
+        as_of = self.report.get("asOf")
+        return as_of if isinstance(as_of, str) else None
+
+    def state(self, finding: Finding) -> BaselineState:
+        """NEW or UNCHANGED for a finding of the current audit."""
         failed = finding.status is FindingStatus.FAILED
         return self.comparison.states.get((key_of_finding(finding), failed), NEW)
 
     def waives(self, finding: Finding) -> bool:
         """Whether the baseline keeps this failed finding from failing the gate."""
-        return finding.status is FindingStatus.FAILED and self.state(finding) == UNCHANGED
+        return finding.status is FindingStatus.FAILED and self.state(finding) is UNCHANGED
 
-    def counts(self) -> dict[str, int]:
-        return {
-            NEW: len(self.comparison.new),
-            UNCHANGED: len(self.comparison.unchanged),
-            "fixed": len(self.comparison.fixed),
-            "unverified": len(self.comparison.unverified),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The report's `baseline` member (docs/json-report.md)."""
-        counts = self.counts()
-        return {
-            "file": self.path,
-            "asOf": self.report.get("asOf"),
-            "new": counts[NEW],
-            "unchanged": counts[UNCHANGED],
-            "fixed": list(self.comparison.fixed),
-            "unverified": list(self.comparison.unverified),
-        }
-
-
-@dataclass
-class BaselinedResult(AuditResult):
-    """An `AuditResult` whose gate counts only findings that are not in the baseline.
-
-    `failing` (hence `summary()["failing"]` and `exit_code`) excludes failed
-    findings the baseline already held; everything else is the engine's result.
-    """
-
-    baseline: Baseline | None = None
-
-    @property
-    def failing(self) -> list[Finding]:
-        failing = AuditResult.failing.fget(self)  # type: ignore[attr-defined]
-        if self.baseline is None:
-            return failing
-        return [finding for finding in failing if not self.baseline.waives(finding)]
-
-
-def _checked_clusters(result: AuditResult) -> set[str] | None:
-    """Clusters a fleet result read (None for a single-cluster or offline audit)."""
-    snapshot = result.snapshot
-    if getattr(snapshot, "mode", None) != "fleet":
-        return None
-    return _cluster_names(
-        getattr(snapshot, "clusters", []) or [],
-        lambda info, key: info.extra.get("name") if key == "name" else getattr(info, key, None),
-        lambda info: info.extra.get("error"),
-    )
-
-
-def apply(result: AuditResult, report: dict, path: str) -> BaselinedResult:
-    """`result` with the baseline `report` (read from `path`) applied."""
-    checked = {rule.id for rule in result.rules if rule.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
-    comparison = compare(
-        report.get("findings", []),
-        list(result.findings),
-        key=key_of_finding,
-        failed=lambda finding: finding.status is FindingStatus.FAILED,
-        checked_rules=checked,
-        checked_clusters=_checked_clusters(result),
-    )
-    values = {f.name: getattr(result, f.name) for f in fields(AuditResult)}
-    return BaselinedResult(**values, baseline=Baseline(path, report, comparison))
-
-
-def baseline_of(result: Any) -> Baseline | None:
-    """The baseline applied to `result`, if any (reporters call this)."""
-    baseline = getattr(result, "baseline", None)
-    return baseline if isinstance(baseline, Baseline) else None
+    def counts(self) -> BaselineCounts:
+        return BaselineCounts(
+            new=len(self.comparison.new),
+            unchanged=len(self.comparison.unchanged),
+            fixed=len(self.comparison.fixed),
+            unverified=len(self.comparison.unverified),
+        )

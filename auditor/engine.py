@@ -3,17 +3,32 @@
 The engine stamps each finding with its rule's id and severity, applies the
 exception list, isolates rule crashes (a crash is an `error` result, never a
 crashed run), and sorts everything so the same input gives the same bytes.
+The result is typed (`AuditResult`, `Summary`, `FleetCluster`); what the
+counts are called in a report is the report's business (auditor/report/).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from auditor import baseline as baseline_module
+from auditor.baseline import Baseline
 from auditor.cilium import config as cilium_config
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied
-from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus, Severity, group_kind, split_api_version
+from auditor.model import (
+    ClusterInfo,
+    Finding,
+    FindingStatus,
+    ObjectRef,
+    RuleStatus,
+    Severity,
+    group_kind,
+    split_api_version,
+)
 from auditor.posture import Posture
 from auditor.registry import RuleSet
 from auditor.rule import NotRun, Rule, RuleContext, unmet_requirement
@@ -40,6 +55,39 @@ class RuleResult:
         return sum(1 for f in self.findings if f.status is FindingStatus.EXCEPTED)
 
 
+@dataclass(frozen=True)
+class Summary:
+    """The counts of one audit and its gate, as every report shows them first."""
+
+    failed: int  # failed findings (not excepted), whatever their severity
+    failing: int  # failed findings that fail the gate (at or above fail_on; new ones only with a baseline)
+    excepted: int
+    failed_by_severity: Mapping[Severity, int]  # every severity, the highest first
+    rules_passed: int
+    rules_failed: int
+    rules_not_run: int
+    rules_error: int
+    complete: bool
+    fail_on: Severity
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class FleetCluster:
+    """One cluster of a fleet audit: what was read of it, and its own outcome (docs/live.md, "Fleet")."""
+
+    name: str  # how the fleet's findings name the cluster: its label, else its context
+    info: ClusterInfo
+    exit_code: int
+    complete: bool
+    error: str | None = None  # why the cluster could not be read at all
+
+    @property
+    def names(self) -> set[str]:
+        """Every name a baseline's findings may use for this cluster (name, label, context)."""
+        return {value for value in (self.name, self.info.label, self.info.context) if value}
+
+
 @dataclass
 class AuditResult:
     snapshot: Snapshot
@@ -52,14 +100,19 @@ class AuditResult:
     fail_on: Severity
     require_complete: bool
     notes: list[str] = field(default_factory=list)
+    # The --baseline report applied (`with_baseline`): its failed findings no longer fail the gate.
+    baseline: Baseline | None = None
+    # A fleet audit (auditor.fleet): each cluster, in the order they were given. Empty otherwise.
+    fleet: list[FleetCluster] = field(default_factory=list)
 
     @property
     def failing(self) -> list[Finding]:
-        """Failed findings at or above the `--fail-on` severity: what fails the gate."""
+        """Failed findings at or above the `--fail-on` severity, minus those a baseline holds: what fails the gate."""
         threshold = self.fail_on.rank
         return [
             f for f in self.findings
             if f.status is FindingStatus.FAILED and f.severity is not None and f.severity.rank >= threshold
+            and not (self.baseline is not None and self.baseline.waives(f))
         ]
 
     def count(self, status: RuleStatus) -> int:
@@ -85,29 +138,53 @@ class AuditResult:
             return EXIT_FINDINGS
         return EXIT_OK
 
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         failed = [f for f in self.findings if f.status is FindingStatus.FAILED]
-        by_severity = {s.value: 0 for s in sorted(Severity, key=lambda s: -s.rank)}
+        by_severity = dict.fromkeys(sorted(Severity, key=lambda s: -s.rank), 0)
         for finding in failed:
             if finding.severity is not None:
-                by_severity[finding.severity.value] += 1
-        return {
-            "failed": len(failed),
-            "failing": len(self.failing),
-            "excepted": sum(1 for f in self.findings if f.status is FindingStatus.EXCEPTED),
-            "failedBySeverity": by_severity,
-            "rulesPassed": self.count(RuleStatus.PASSED),
-            "rulesFailed": self.count(RuleStatus.FAILED),
-            "rulesNotRun": self.count(RuleStatus.NOT_RUN),
-            "rulesError": self.count(RuleStatus.ERROR),
-            "complete": self.complete,
-            "failOn": self.fail_on.value,
-            "exitCode": self.exit_code,
-        }
+                by_severity[finding.severity] += 1
+        return Summary(
+            failed=len(failed),
+            failing=len(self.failing),
+            excepted=sum(1 for f in self.findings if f.status is FindingStatus.EXCEPTED),
+            failed_by_severity=by_severity,
+            rules_passed=self.count(RuleStatus.PASSED),
+            rules_failed=self.count(RuleStatus.FAILED),
+            rules_not_run=self.count(RuleStatus.NOT_RUN),
+            rules_error=self.count(RuleStatus.ERROR),
+            complete=self.complete,
+            fail_on=self.fail_on,
+            exit_code=self.exit_code,
+        )
+
+    @property
+    def checked_rules(self) -> set[str]:
+        """The rules that reached a verdict (passed or failed)."""
+        return {r.id for r in self.rules if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+
+    @property
+    def checked_clusters(self) -> set[str] | None:
+        """Names of the clusters a fleet audit read (None when it is not a fleet audit)."""
+        if not self.fleet:
+            return None
+        return {name for cluster in self.fleet if not cluster.error for name in cluster.names}
+
+    def with_baseline(self, report: dict[str, Any], path: str) -> AuditResult:
+        """This result with the baseline `report` (a JSON report read from `path`) applied."""
+        comparison = baseline_module.compare(
+            report.get("findings", []),
+            list(self.findings),
+            key=baseline_module.key_of_finding,
+            failed=lambda finding: finding.status is FindingStatus.FAILED,
+            checked_rules=self.checked_rules,
+            checked_clusters=self.checked_clusters,
+        )
+        return replace(self, baseline=Baseline(path, report, comparison))
 
 
-def _labels_lookup(snapshot: Snapshot):
-    def labels_of(finding: Finding) -> dict:
+def _labels_lookup(snapshot: Snapshot) -> Callable[[Finding], dict[str, Any]]:
+    def labels_of(finding: Finding) -> dict[str, Any]:
         ref = finding.object
         group, _ = split_api_version(ref.api_version)
         obj = snapshot.get(group_kind(group, ref.kind), ref.namespace, ref.name)
@@ -116,7 +193,7 @@ def _labels_lookup(snapshot: Snapshot):
     return labels_of
 
 
-def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium) -> RuleResult:
+def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig) -> RuleResult:
     severity = posture.severity_overrides.get(rule.id, rule.severity)
     result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
     unmet = unmet_requirement(snapshot, rule)
@@ -127,7 +204,7 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium) -> RuleR
         return result
     ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium)
     try:
-        findings = []
+        findings: list[Finding] = []
         for finding in rule.check(snapshot, ctx):
             if not isinstance(finding, Finding):
                 raise TypeError(f"check() yielded {type(finding).__name__}, not a Finding")
@@ -160,7 +237,7 @@ def run(
     results: list[RuleResult] = []
     for rule in rule_set.rules:
         result = _run_rule(rule, snapshot, posture, cilium)
-        stamped = []
+        stamped: list[Finding] = []
         for finding in result.findings:
             entry = matcher.apply(finding, labels_of)
             if entry is not None:
@@ -172,7 +249,8 @@ def run(
             result.status = RuleStatus.FAILED
         results.append(result)
     for plugin in rule_set.broken:
-        results.append(RuleResult(plugin.id, "(plugin failed to load)", Severity.ERROR, RuleStatus.ERROR, plugin.reason))
+        results.append(
+            RuleResult(plugin.id, "(plugin failed to load)", Severity.ERROR, RuleStatus.ERROR, plugin.reason))
     results.sort(key=lambda r: r.id)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     kinds_read = sorted({gk for rule in rule_set.rules for gk in rule.kinds_read()})

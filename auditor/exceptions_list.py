@@ -17,7 +17,7 @@ from fnmatch import translate
 from importlib import resources
 from typing import Callable, Pattern
 
-from auditor.config_files import load_validated
+from auditor.config_files import load_validated, unknown_rule
 from auditor.errors import ConfigError
 from auditor.model import AppliedException, Finding
 
@@ -89,7 +89,7 @@ class ExceptionList:
             for rule_id in entry.rules:
                 if rule_id not in known_rule_ids:
                     where = f"{self.path}:{entry.line}" if entry.line else self.path
-                    raise ConfigError(f"{where}: exception list: {entry.name}: unknown rule {rule_id!r}")
+                    raise ConfigError(f"{where}: exception list: {entry.name}: {unknown_rule(rule_id, known_rule_ids)}")
 
 
 class ExceptionMatcher:

@@ -8,15 +8,16 @@ one cluster's verdicts beside another's (semantics in docs/live.md, "Fleet").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
-from auditor.engine import AuditResult, RuleResult
-from auditor.exceptions_list import ExceptionUsage
+from auditor.engine import AuditResult, FleetCluster, RuleResult
+from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import RuleStatus
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the live source's, which this module sits above
     from auditor.sources.live.fleet import ClusterRead
 
 # A rule's status across clusters is the worst one: an error anywhere is an
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 _STATUS_RANK = {RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2, RuleStatus.ERROR: 3}
 _COVERAGE_RANK = {CoverageState.NOT_SERVED: 0, CoverageState.PRESENT: 1, CoverageState.LISTED: 2,
                   CoverageState.MISSING: 3, CoverageState.FAILED: 4}
-_USAGE_RANK = {"inactive": 0, "unused": 1, "used": 2, "expired": 3}
+_USAGE_RANK = {EntryStatus.INACTIVE: 0, EntryStatus.UNUSED: 1, EntryStatus.USED: 2, EntryStatus.EXPIRED: 3}
 
 
 def _merge_coverage(parts: list[tuple[str, Coverage]]) -> Coverage:
@@ -37,7 +38,8 @@ def _merge_coverage(parts: list[tuple[str, Coverage]]) -> Coverage:
     return Coverage(state, reason)
 
 
-def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> AuditResult:
+def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
+                clusters: list[FleetCluster] | None = None) -> AuditResult:
     """One result for several clusters: `parts` are (cluster name, that cluster's result).
 
     Findings are tagged with their cluster; a rule's status is the worst of
@@ -45,7 +47,8 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> Aud
     finding counts of the summary are therefore the sums over the clusters.
     Exception usage adds up the matches (an entry is used if used anywhere);
     coverage is the worst state per kind, naming each cluster when they differ.
-    `snapshot` is the fleet's (mode "fleet", with `clusters`).
+    `snapshot` is the fleet's (mode "fleet"); `clusters` what each cluster was
+    and what became of it, in the order given.
     """
     if not parts:
         raise ValueError("a fleet needs at least one cluster")
@@ -63,7 +66,8 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> Aud
         template = entries[0][1]
         status = max((r.status for _, r in entries), key=lambda s: _STATUS_RANK[s])
         reason = "; ".join(f"{name}: {r.reason}" for name, r in entries if r.reason)
-        findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings), key=lambda f: f.sort_key)
+        findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings),
+                          key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
                                 template.rule))
@@ -73,10 +77,11 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> Aud
         for entry_usage in result.exceptions:
             seen = usage.get(entry_usage.entry.name)
             if seen is None:
-                usage[entry_usage.entry.name] = ExceptionUsage(entry_usage.entry, entry_usage.status, entry_usage.matched)
+                usage[entry_usage.entry.name] = ExceptionUsage(entry_usage.entry, entry_usage.status,
+                                                               entry_usage.matched)
                 continue
             seen.matched += entry_usage.matched
-            if _USAGE_RANK[entry_usage.status.value] > _USAGE_RANK[seen.status.value]:
+            if _USAGE_RANK[entry_usage.status] > _USAGE_RANK[seen.status]:
                 seen.status = entry_usage.status
     kinds = sorted({gk for _, result in parts for gk in result.coverage})
     coverage = {
@@ -95,22 +100,22 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> Aud
         fail_on=first.fail_on,
         require_complete=any(result.require_complete for _, result in parts),
         notes=notes,
+        fleet=list(clusters or []),
     )
 
 
-def audit_fleet(reads: list["ClusterRead"], evaluate: Callable[[Snapshot], Any]) -> Any:
+def audit_fleet(reads: list[ClusterRead], evaluate: Callable[[Snapshot], AuditResult]) -> AuditResult:
     """Audit each cluster's snapshot with `evaluate` and merge the results."""
-    parts = []
-    clusters = []
+    parts: list[tuple[str, AuditResult]] = []
+    clusters: list[FleetCluster] = []
     objects = []
     for read in reads:
         result = evaluate(read.snapshot)
         info = read.snapshot.cluster
-        info.extra = {"name": read.name, "exitCode": result.exit_code, "complete": result.complete}
-        if read.error:
-            info.extra["error"] = read.error
-        clusters.append(info)
+        if info is None:  # a live read always names its cluster
+            raise ValueError(f"the snapshot of cluster {read.name} names no cluster")
+        clusters.append(FleetCluster(read.name, info, result.exit_code, result.complete, read.error))
         objects.extend(read.snapshot.objects)
         parts.append((read.name, result))
-    snapshot = Snapshot.build(objects, mode="fleet", inputs=[r.snapshot.inputs[0] for r in reads], clusters=clusters)
-    return merge_fleet(parts, snapshot)
+    snapshot = Snapshot.build(objects, mode="fleet", inputs=[r.snapshot.inputs[0] for r in reads])
+    return merge_fleet(parts, snapshot, clusters)

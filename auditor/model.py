@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 # API groups whose kinds moved: old manifests (extensions/v1beta1 Deployment,
@@ -59,6 +59,11 @@ class Severity(enum.Enum):
     @property
     def rank(self) -> int:
         return _SEVERITY_RANK[self]
+
+    @classmethod
+    def highest_first(cls) -> tuple[Severity, ...]:
+        """Every severity, the highest first: the order of CLI choices, schemas and report counts."""
+        return tuple(sorted(cls, key=lambda severity: -severity.rank))
 
     @classmethod
     def parse(cls, text: str) -> "Severity":
@@ -281,4 +286,3 @@ class ClusterInfo:
     version: str | None = None
     fingerprint: str | None = None
     label: str | None = None
-    extra: dict = field(default_factory=dict)

@@ -9,10 +9,12 @@ any of them; it is validated against `auditor/data/posture.schema.json`.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from auditor.config_files import load_validated
+from auditor.config_files import load_validated, unknown_rule
+from auditor.errors import ConfigError
 from auditor.model import Severity
 
 SCHEMA = "posture.schema.json"
@@ -32,6 +34,8 @@ class Posture:
     cilium_version_line: str = "1.19"
     gateway_api_bundle_version: str = "v1.4"
     severity_overrides: dict[str, Severity] = field(default_factory=dict)
+    # Line of each `severity:` entry in the posture file, for errors about it.
+    severity_lines: dict[str, int | None] = field(default_factory=dict)
     cluster_labels: dict[str, str] = field(default_factory=dict)
     path: str | None = None
     # Remarks about the posture itself (deprecated values), shown in reports.
@@ -39,6 +43,14 @@ class Posture:
 
     def namespace_excluded(self, namespace: str) -> bool:
         return any(fnmatchcase(namespace, pattern) for pattern in self.excluded_namespaces)
+
+    def check_rules(self, known_rule_ids: Collection[str]) -> None:
+        """Refuse `severity:` entries naming rules that do not exist (a typo would silently change nothing)."""
+        for rule_id in self.severity_overrides:
+            if rule_id not in known_rule_ids:
+                line = self.severity_lines.get(rule_id)
+                where = f"{self.path}:{line}" if line else str(self.path)
+                raise ConfigError(f"{where}: posture: severity.{rule_id}: {unknown_rule(rule_id, known_rule_ids)}")
 
     def cluster_label(self, fingerprint: str | None) -> str | None:
         """The label `clusters:` gives a cluster fingerprint (the first in sorted order if several)."""
@@ -54,7 +66,8 @@ def load(path: str | None) -> Posture:
     """The posture in `path`, or the defaults when `path` is None."""
     if path is None:
         return Posture()
-    data = load_validated(path, SCHEMA, "posture").data or {}
+    config = load_validated(path, SCHEMA, "posture")
+    data = config.data or {}
     posture = Posture(path=path)
     exposure = data.get("exposure", {})
     mode = exposure.get("mode", posture.exposure_mode)
@@ -75,5 +88,6 @@ def load(path: str | None) -> Posture:
     posture.cilium_version_line = expected.get("ciliumVersionLine", posture.cilium_version_line)
     posture.gateway_api_bundle_version = expected.get("gatewayApiBundleVersion", posture.gateway_api_bundle_version)
     posture.severity_overrides = {rule: Severity(level) for rule, level in data.get("severity", {}).items()}
+    posture.severity_lines = {rule: config.line_of(("severity", rule)) for rule in posture.severity_overrides}
     posture.cluster_labels = dict(data.get("clusters", {}))
     return posture

@@ -69,12 +69,29 @@ def builtin_rule_classes() -> list[type[Rule]]:
     return [_import(spec) for spec in auditor_rules.BUILTIN_RULES]
 
 
+PLUGIN_LAYER = "plugin"
+
+
+def rule_layer(rule: Rule | type[Rule]) -> str:
+    """The layer a rule guards: its sub-package of `auditor_rules` (datapath, lbipam, ...), or "plugin"."""
+    parts = (rule if isinstance(rule, type) else type(rule)).__module__.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "auditor_rules" else PLUGIN_LAYER
+
+
+def builtin_layers() -> tuple[str, ...]:
+    """The built-in rules' layers, in the order of the platform's chain (`auditor_rules.LAYERS`)."""
+    import auditor_rules
+
+    return tuple(auditor_rules.LAYERS)
+
+
 def index_entry(rule: Rule) -> dict:
     """What `audit rules` shows of a rule (and rules/index.json holds for the built-in ones)."""
     return {
         "id": rule.id,
         "severity": rule.severity.value,
         "title": rule.title,
+        "layer": rule_layer(rule),
         "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
         "uses": list(rule.uses),
     }
@@ -96,20 +113,27 @@ def builtin_index() -> list[dict]:
 def plugin_rules() -> tuple[list[Rule], list[BrokenPlugin]]:
     """The plugins (entry points), loaded and checked.
 
-    A plugin whose rule id is taken is reported under its entry point's name
-    (made unique), so a report never lists two rules with one id and
-    --skip-rule can name the broken plugin.
+    A plugin whose rule id is taken, or whose entry point is not named after
+    its rule id, is reported under its entry point's name (made unique), so a
+    report never lists two rules with one id and --skip-rule can name the
+    broken plugin.
     """
     builtin_ids = {entry["id"] for entry in builtin_index()}
     classes, broken = _plugin_rule_classes()
     rules: list[Rule] = []
     for entry_name, cls in classes:
         if cls.id in builtin_ids or any(rule.id == cls.id for rule in rules):
-            taken = builtin_ids | {rule.id for rule in rules} | {plugin.id for plugin in broken}
-            name = entry_name if entry_name not in taken else f"plugin:{entry_name}"
-            broken.append(BrokenPlugin(name, f"plugin {entry_name}: rule id {cls.id!r} is already taken"))
+            problem = f"rule id {cls.id!r} is already taken"
+        elif entry_name != cls.id:
+            # `--rule`, exception lists and baselines name the rule id: an entry point
+            # named otherwise is a typo or a rename, and `audit rules` would disagree with it.
+            problem = f"entry point {entry_name!r} is not named after its rule id {cls.id!r}"
         else:
             rules.append(cls())
+            continue
+        taken = builtin_ids | {rule.id for rule in rules} | {plugin.id for plugin in broken}
+        name = entry_name if entry_name not in taken else f"plugin:{entry_name}"
+        broken.append(BrokenPlugin(name, f"plugin {entry_name}: {problem}"))
     return rules, broken
 
 

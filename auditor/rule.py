@@ -61,11 +61,8 @@ class Rule:
     references: ClassVar[tuple[str, ...]] = ()
     # The Cilium/Kubernetes facts the rule encodes, with versions and sources.
     facts: ClassVar[tuple[Fact, ...]] = ()
-    # Small YAML inputs: one that fails the rule and one that passes it. They
-    # are shown by `audit explain` and in docs/rules.md, and the test suite
-    # checks that they do what they claim.
-    example_fail: ClassVar[str] = ""
-    example_pass: ClassVar[str] = ""
+    # Examples live in the rule's case file (cases/<id>.yaml beside its module):
+    # the cases tagged `explain: fail` and `explain: pass` (auditor.testing).
 
     def check(self, snapshot: Snapshot, ctx: "RuleContext") -> Iterator[Finding]:
         raise NotImplementedError

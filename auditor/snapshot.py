@@ -54,8 +54,6 @@ class Snapshot:
     # Cilium Helm values files given beside the objects (`--cilium-values`):
     # auditor.cilium.helm_values.HelmValues, read by cilium_config.resolve.
     cilium_values: list = field(default_factory=list)
-    # Fleet results (mode "fleet"): one entry per cluster audited.
-    clusters: list[ClusterInfo] = field(default_factory=list)
     _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)
     _by_key: dict[tuple[str, str | None, str], K8sObject] = field(default_factory=dict, repr=False)
     _by_namespace: dict[str, list[K8sObject]] | None = field(default=None, repr=False)

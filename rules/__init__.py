@@ -6,6 +6,10 @@ every module in this folder is registered). Modules are imported only when
 rules are needed, so `audit --version` never pays for them.
 """
 
+# The layers the rules guard, in the order of the platform's chain (the
+# sub-packages of this package; `audit rules --by-layer` lists them so).
+LAYERS: tuple[str, ...] = ("datapath", "lbipam", "l2", "gateway", "policy", "exposure", "leftovers")
+
 BUILTIN_RULES: tuple[str, ...] = (
     "auditor_rules.leftovers.aws_vpc_cni_leftover:AwsVpcCniLeftover",
     "auditor_rules.datapath.cilium_config_changed_after_agents:CiliumConfigChangedAfterAgents",

@@ -320,6 +320,7 @@ def test_fleet_audit_verifies_only_the_clusters_it_read(tmp_path) -> None:
     """A baseline finding about a cluster whose read failed is unverified; another cluster's gone finding is fixed."""
     import dataclasses
 
+    from auditor.engine import FleetCluster
     from auditor.model import ClusterInfo
     from tests.conftest import audit_text
 
@@ -329,13 +330,16 @@ def test_fleet_audit_verifies_only_the_clusters_it_read(tmp_path) -> None:
     tagged = dataclasses.replace(finding, cluster="prod-a")
     result.findings = [tagged]
     result.rules[0].findings = [tagged]
-    result.snapshot = dataclasses.replace(result.snapshot, mode="fleet", clusters=[
-        ClusterInfo(context="ctx-a", label="prod-a", extra={"name": "prod-a"}),
-        ClusterInfo(context="ctx-b", label="prod-b", extra={"name": "prod-b", "error": "connection refused"}),
-    ])
+    result.snapshot = dataclasses.replace(result.snapshot, mode="fleet")
+    result.fleet = [
+        FleetCluster("prod-a", ClusterInfo(context="ctx-a", label="prod-a"), exit_code=1, complete=True),
+        FleetCluster("prod-b", ClusterInfo(context="ctx-b", label="prod-b"), exit_code=3, complete=False,
+                     error="connection refused"),
+    ]
     previous = report(entry(cluster="prod-a"), entry(cluster="prod-a", name="submission"), entry(cluster="prod-b"))
-    applied = baseline.apply(result, previous, "previous.json")
+    applied = result.with_baseline(previous, "previous.json")
+    assert applied.baseline is not None
     comparison = applied.baseline.comparison
     assert [e["object"]["name"] for e in comparison.fixed] == ["submission"]
     assert [e["cluster"] for e in comparison.unverified] == ["prod-b"]
-    assert applied.baseline.state(tagged) == "unchanged" and applied.failing == [] and applied.exit_code == 0
+    assert applied.baseline.state(tagged) is baseline.UNCHANGED and applied.failing == [] and applied.exit_code == 0

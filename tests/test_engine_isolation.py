@@ -176,7 +176,7 @@ def test_a_crashing_rule_is_an_error_and_the_others_still_run(tmp_path: Path, ru
     assert crashed.findings == [], "findings yielded before a crash are not reported as a verdict"
     _assert_real_rule_ran(result)
     assert result.exit_code == EXIT_INCOMPLETE
-    assert not result.complete and result.summary()["rulesError"] == 1
+    assert not result.complete and result.summary().rules_error == 1
     _reports_render(result)
 
 
@@ -185,7 +185,7 @@ def test_error_reason_is_one_bounded_line(tmp_path: Path) -> None:
     long_reason = _by_id(result)["test-long-message"].reason
     assert len(long_reason) <= 500 and "\n" not in long_reason
     assert _by_id(result)["test-crashes"].reason == "rule crashed: RuntimeError: boom"
-    assert result.summary()["rulesError"] == 2
+    assert result.summary().rules_error == 2
 
 
 def test_crash_wins_over_findings_for_the_exit_code(tmp_path: Path) -> None:

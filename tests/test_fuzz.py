@@ -49,6 +49,7 @@ from auditor.posture import Posture
 from auditor.report import FORMATS, renderer
 from auditor.parsing import yaml_docs
 from auditor.sources.files import ReadLimits, read_paths
+from auditor.testing import explain_examples
 from tests.conftest import AS_OF, FIXTURES, run_cli
 
 # --- what is registered at run time --------------------------------------------
@@ -67,7 +68,7 @@ def _templates() -> list[dict]:
     """Realistic objects: the fuzz templates, every rule's examples, the bundled dumps."""
     texts = [(FIXTURES / "fuzz" / "templates.yaml").read_text(encoding="utf-8")]
     for rule in RULE_SET.rules:
-        texts += [rule.example_fail, rule.example_pass]
+        texts += [text for text in explain_examples(rule) if text]
     docs: list[Any] = []
     for text in texts:
         docs.extend(d for d in yaml.safe_load_all(text) if d is not None)

@@ -34,8 +34,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
+from auditor.testing import load_case_file
 from tests.ci_support import CI, report_validator
 from tests.conftest import FIXTURES, run_cli
 
@@ -76,7 +76,8 @@ def installed(tmp_path_factory) -> tuple[Path, str]:
     project = _pyproject()["project"]
     shutil.copytree(source / "acme_audit_rules", target / "acme_audit_rules")
     _write_dist_info(target, project["name"], project["version"], project["entry-points"]["cilium_auditor.rules"])
-    return target, f"dist-info (pip failed: {completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else completed.returncode})"
+    why = completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else completed.returncode
+    return target, f"dist-info (pip failed: {why})"
 
 
 def _env(*paths: Path) -> dict:
@@ -105,6 +106,12 @@ def test_audit_rules_lists_the_plugin(installed) -> None:
     assert any(line.split()[:2] == [RULE_ID, "warning"] for line in text.stdout.splitlines())
     explained = run_cli("explain", RULE_ID, env=_env(target))
     assert explained.code == 0 and "acme.example/owner" in explained.stdout
+    # The examples come from the case file the package ships.
+    cases = load_case_file(target / "acme_audit_rules" / "cases" / f"{RULE_ID}.yaml")
+    for title, example in (("Fails", cases.example("fail")), ("Passes", cases.example("pass"))):
+        assert example is not None
+        shown = "\n".join(f"  {line}" for line in example.input.rstrip().splitlines())
+        assert f"\n{title}\n{shown}" in explained.stdout
 
 
 def test_without_the_plugin_it_is_unknown() -> None:
@@ -121,43 +128,22 @@ def test_an_audit_runs_the_plugin_rule(installed, tmp_path) -> None:
     assert not list(report_validator().iter_errors(report))
     (rule,) = [r for r in report["rules"] if r["id"] == RULE_ID]
     assert rule["status"] == "failed" and rule["checked"] == 3
-    flagged = {(f["object"]["namespace"], f["object"]["name"], f["status"]) for f in report["findings"] if f["rule"] == RULE_ID}
+    flagged = {(f["object"]["namespace"], f["object"]["name"], f["status"])
+               for f in report["findings"] if f["rule"] == RULE_ID}
     # The exception list applies to plugin rules like to any rule: none of its entries names this one.
-    assert flagged == {("gateway", "cilium-gateway-edge", "failed"), ("kubernetes-dashboard", "kubernetes-dashboard", "failed"),
+    assert flagged == {("gateway", "cilium-gateway-edge", "failed"),
+                       ("kubernetes-dashboard", "kubernetes-dashboard", "failed"),
                        ("shop", "payment-callback", "failed")}
     assert all(f["remediation"].startswith("Add the annotation") for f in report["findings"] if f["rule"] == RULE_ID)
 
 
-def _cases() -> list:
-    data = yaml.safe_load((EXAMPLE / "cases" / f"{RULE_ID}.yaml").read_text(encoding="utf-8"))
-    assert data["rule"] == RULE_ID
-    return [pytest.param(case, id=case["name"]) for case in data["cases"]]
-
-
-@pytest.mark.parametrize("case", _cases())
-def test_example_cases(installed, tmp_path, case) -> None:
-    """The plugin's own case file, in the format of rules/CASES.md, run through the CLI."""
-    target, _ = installed
-    (tmp_path / "input.yaml").write_text(case["input"])
-    result = run_cli("input.yaml", "--rule", RULE_ID, "--format", "json", cwd=tmp_path, env=_env(target))
-    assert result.code in (0, 1), result.stderr
-    report = json.loads(result.stdout)
-    (rule,) = report["rules"]
-    expect = case["expect"]
-    assert rule["status"] == expect["status"]
-    if "reason" in expect:
-        assert re.search(expect["reason"], rule["reason"])
-    if "checked" in expect:
-        assert rule["checked"] == expect["checked"]
-    findings = report["findings"]
-    wanted = expect.get("findings", [])
-    assert ["/".join(p for p in (f["object"]["kind"], f["object"]["namespace"], f["object"]["name"]) if p)
-            for f in findings] == [w["object"] for w in wanted]
-    for finding, want in zip(findings, wanted):
-        assert finding["severity"] == want.get("severity", finding["severity"])
-        assert re.search(want.get("message", ""), finding["message"])
-        if "line" in want:
-            assert finding["line"] == want["line"]
+def test_the_examples_cases_run_through_the_public_runner() -> None:
+    """The example's own tests (tests/test_cases.py there, collected by this suite) use `auditor.testing`."""
+    own_tests = (EXAMPLE / "tests" / "test_cases.py").read_text(encoding="utf-8")
+    assert "from auditor.testing import" in own_tests and "assert_case(case, rule=LbServiceOwner)" in own_tests
+    cases = load_case_file(EXAMPLE / "acme_audit_rules" / "cases" / f"{RULE_ID}.yaml")
+    assert {case.expect.status for case in cases.cases} >= {"passed", "failed", "not-run"}
+    assert cases.example("fail") is not None and cases.example("pass") is not None
 
 
 # --- broken plugins -----------------------------------------------------------------
@@ -168,6 +154,7 @@ BROKEN = {
     "acme-crashes": "acme_broken.rules:Crashes",
     "acme-not-a-rule": "acme_broken.rules:helper",
     "acme-clash": "acme_broken.rules:Clash",
+    "acme-misnamed": "acme_broken.rules:Misnamed",
 }
 BROKEN_MODULE = '''
 from auditor import kinds
@@ -199,6 +186,13 @@ class Crashes(Rule):
 
 class Clash(Crashes):
     id = "lb-service-not-excepted"
+
+    def check(self, snapshot, ctx):
+        return iter(())
+
+
+class Misnamed(Crashes):
+    id = "acme-named-otherwise"
 
     def check(self, snapshot, ctx):
         return iter(())
@@ -236,6 +230,9 @@ def test_broken_plugins_are_error_results_not_crashes(installed, broken, tmp_pat
     assert "rule crashed: KeyError" in errors["acme-crashes"]
     assert "not a subclass of auditor.rule.Rule" in errors["acme-not-a-rule"]
     assert "rule id 'lb-service-not-excepted' is already taken" in errors["acme-clash"]
+    assert ("entry point 'acme-misnamed' is not named after its rule id 'acme-named-otherwise'"
+            in errors["acme-misnamed"])
+    assert "acme-named-otherwise" not in {r["id"] for r in report["rules"]}
     assert len({r["id"] for r in report["rules"]}) == len(report["rules"]), "one entry per rule id"
     # The other rules still reached their verdicts, the plugin that works included.
     statuses = {r["id"]: r["status"] for r in report["rules"] if r["status"] != "error"}
@@ -253,4 +250,4 @@ def test_audit_rules_shows_broken_plugins(broken) -> None:
     listed = run_cli("rules", "--format", "json", env=_env(broken))
     assert listed.code == 0, listed.stderr
     errors = {r["id"]: r["error"] for r in json.loads(listed.stdout) if "error" in r}
-    assert {"acme-import-error", "acme-bad-metadata", "acme-not-a-rule"} <= set(errors)
+    assert {"acme-import-error", "acme-bad-metadata", "acme-not-a-rule", "acme-misnamed"} <= set(errors)

@@ -11,10 +11,11 @@ from typing import Any, Callable
 
 import click
 
+from auditor.model import Severity
 from auditor.report import FORMATS
 
 FILE_FORMATS = tuple(name for name in FORMATS if name != "text")
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = tuple(severity.value for severity in Severity.highest_first())
 
 
 @dataclass
@@ -106,10 +107,12 @@ class Prepared:
 def prepare(options: AuditOptions) -> Prepared:
     from auditor import exceptions_list, posture, registry
 
-    rule_set = registry.select(registry.load_rules(), options.only_rules, options.skip_rules)
+    all_rules = registry.load_rules()  # once per run: plugins are imported and checked once
+    rule_set = registry.select(all_rules, options.only_rules, options.skip_rules)
     exceptions = exceptions_list.load(options.exceptions_file or exceptions_list.default_path())
-    exceptions.check_rules(registry.load_rules().ids)
+    exceptions.check_rules(all_rules.ids)
     posture_config = posture.load(options.posture_file or posture.default_path())
+    posture_config.check_rules(all_rules.ids)
     baseline_report = None
     if options.baseline_file:
         from auditor.baseline import load_report
@@ -163,9 +166,7 @@ def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     from auditor.atomic import write_atomically
 
     if prepared.baseline is not None and options.baseline_file:
-        from auditor import baseline
-
-        result = baseline.apply(result, prepared.baseline, options.baseline_file)
+        result = result.with_baseline(prepared.baseline, options.baseline_file)
     stdout_text, files = render_all(result, options)
     for path, text in files.items():
         write_atomically(path, text)

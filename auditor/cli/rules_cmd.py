@@ -4,28 +4,66 @@ from __future__ import annotations
 
 import json
 import textwrap
+from typing import Any
 
 import click
+
+Entry = dict[str, Any]  # a rule as rules/index.json lists it (auditor.registry.index_entry)
+
+
+def _layers(entries: list[Entry]) -> list[tuple[str, str, list[Entry]]]:
+    """(layer, what it guards, its entries) in the order of the platform's chain; plugins last."""
+    import importlib
+
+    from auditor.registry import PLUGIN_LAYER, builtin_layers
+
+    groups: list[tuple[str, str, list[Entry]]] = []
+    for layer in (*builtin_layers(), PLUGIN_LAYER):
+        members = [entry for entry in entries if entry.get("layer", PLUGIN_LAYER) == layer]
+        if not members:
+            continue
+        if layer == PLUGIN_LAYER:
+            about = "Rules from plugins (the cilium_auditor.rules entry-point group)."
+        else:
+            doc = importlib.import_module(f"auditor_rules.{layer}").__doc__ or ""
+            about = doc.strip().splitlines()[0] if doc.strip() else ""
+        groups.append((layer, about, members))
+    return groups
 
 
 @click.command()
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules(output_format: str) -> None:
+@click.option("--by-layer", is_flag=True,
+              help="Group the rules by the layer they guard (datapath, lbipam, l2, gateway, policy, exposure, "
+                   "leftovers; plugins last).")
+def rules(output_format: str, by_layer: bool) -> None:
     """List the rules (built-in and plugins)."""
-    from auditor.registry import builtin_index, index_entry, plugin_rules
+    from auditor.registry import PLUGIN_LAYER, builtin_index, index_entry, plugin_rules
 
     plugins, broken = plugin_rules()
     entries = builtin_index() + [index_entry(rule) for rule in plugins]
     entries.sort(key=lambda entry: entry["id"])
+    failed: list[Entry] = [{"id": p.id, "layer": PLUGIN_LAYER, "error": p.reason} for p in broken]
     if output_format == "json":
-        payload = entries + [{"id": p.id, "error": p.reason} for p in broken]
+        if by_layer:
+            payload: Any = [{"layer": layer, "about": about, "rules": members}
+                            for layer, about, members in _layers(entries + failed)]
+        else:
+            payload = entries + [{"id": p.id, "error": p.reason} for p in broken]
         click.echo(json.dumps(payload, indent=2))
         return
     from tabulate import tabulate
 
-    rows = [[entry["id"], entry["severity"], entry["title"]] for entry in entries]
-    rows += [[p.id, "error", f"(broken plugin) {p.reason}"] for p in broken]
-    click.echo(tabulate(rows, headers=["ID", "SEVERITY", "TITLE"], tablefmt="simple"))
+    def table(members: list[Entry]) -> str:
+        rows = [[e["id"], "error", f"(broken plugin) {e['error']}"] if "error" in e
+                else [e["id"], e["severity"], e["title"]] for e in members]
+        return str(tabulate(rows, headers=["ID", "SEVERITY", "TITLE"], tablefmt="simple"))
+
+    if not by_layer:
+        click.echo(table(entries + failed))
+        return
+    groups = _layers(entries + failed)
+    click.echo("\n\n".join(f"{layer}: {about}\n{table(members)}" for layer, about, members in groups))
 
 
 def _block(title: str, text: str, width: int = 88) -> str:
@@ -35,9 +73,10 @@ def _block(title: str, text: str, width: int = 88) -> str:
 @click.command()
 @click.argument("rule_id", metavar="ID")
 def explain(rule_id: str) -> None:
-    """Show one rule's rationale, remediation and examples."""
+    """Show one rule's rationale, remediation and examples (from its case file)."""
     from auditor.errors import AuditError
     from auditor.registry import load_rules
+    from auditor.testing import explain_examples
 
     rule = load_rules().by_id(rule_id)
     if rule is None:
@@ -54,8 +93,9 @@ def explain(rule_id: str) -> None:
     ]
     if rule.references:
         parts += ["", "References"] + [f"  {ref}" for ref in rule.references]
-    if rule.example_fail:
-        parts += ["", "Fails", textwrap.indent(rule.example_fail.rstrip(), "  ")]
-    if rule.example_pass:
-        parts += ["", "Passes", textwrap.indent(rule.example_pass.rstrip(), "  ")]
+    failing, passing = explain_examples(rule)
+    if failing:
+        parts += ["", "Fails", textwrap.indent(failing.rstrip(), "  ")]
+    if passing:
+        parts += ["", "Passes", textwrap.indent(passing.rstrip(), "  ")]
     click.echo("\n".join(parts))

@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from auditor import TOOL_NAME, __version__
-from auditor.baseline import baseline_of
-from auditor.engine import AuditResult, RuleResult
-from auditor.model import Finding, ObjectRef
+from auditor.baseline import Baseline
+from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
+from auditor.model import ClusterInfo, Finding, ObjectRef
 
 REPORT_VERSION = "1"
 
@@ -57,32 +57,69 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
     return out
 
 
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    """The report's `summary` member (also SARIF's run properties)."""
+    return {
+        "failed": summary.failed,
+        "failing": summary.failing,
+        "excepted": summary.excepted,
+        "failedBySeverity": {severity.value: count for severity, count in summary.failed_by_severity.items()},
+        "rulesPassed": summary.rules_passed,
+        "rulesFailed": summary.rules_failed,
+        "rulesNotRun": summary.rules_not_run,
+        "rulesError": summary.rules_error,
+        "complete": summary.complete,
+        "failOn": summary.fail_on.value,
+        "exitCode": summary.exit_code,
+    }
+
+
+def _cluster_dict(cluster: ClusterInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "context": cluster.context,
+        "server": cluster.server,
+        "version": cluster.version,
+        "fingerprint": cluster.fingerprint,
+    }
+    if cluster.label:
+        out["label"] = cluster.label
+    return out
+
+
+def _fleet_cluster_dict(member: FleetCluster) -> dict[str, Any]:
+    out = {**_cluster_dict(member.info), "name": member.name, "exitCode": member.exit_code, "complete": member.complete}
+    if member.error:
+        out["error"] = member.error
+    return out
+
+
+def baseline_dict(baseline: Baseline) -> dict[str, Any]:
+    """The report's `baseline` member (docs/json-report.md)."""
+    counts = baseline.counts()
+    return {
+        "file": baseline.path,
+        "asOf": baseline.report.get("asOf"),
+        "new": counts.new,
+        "unchanged": counts.unchanged,
+        "fixed": list(baseline.comparison.fixed),
+        "unverified": list(baseline.comparison.unverified),
+    }
+
+
 def to_dict(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
     target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
     if snapshot.cluster is not None:
-        cluster = snapshot.cluster
-        target["cluster"] = {
-            "context": cluster.context,
-            "server": cluster.server,
-            "version": cluster.version,
-            "fingerprint": cluster.fingerprint,
-        }
-        if cluster.label:
-            target["cluster"]["label"] = cluster.label
-    if snapshot.clusters:  # fleet: each cluster, with its own outcome (ClusterInfo.extra)
-        target["clusters"] = [
-            {"context": c.context, "server": c.server, "version": c.version, "fingerprint": c.fingerprint,
-             **({"label": c.label} if c.label else {}), **c.extra}
-            for c in snapshot.clusters
-        ]
-    out = {
+        target["cluster"] = _cluster_dict(snapshot.cluster)
+    if result.fleet:  # each cluster of a fleet, with its own outcome
+        target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
+    out: dict[str, Any] = {
         "reportVersion": REPORT_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
         "asOf": result.as_of.isoformat(),
         "target": target,
-        "summary": result.summary(),
+        "summary": summary_dict(result.summary()),
         "rules": [rule_dict(r) for r in result.rules],
         "findings": [finding_dict(f, remediation.get(f.rule)) for f in result.findings],
         "exceptions": [
@@ -104,11 +141,11 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         "ignoredDocuments": len(snapshot.ignored),
         "notes": list(result.notes),
     }
-    baseline = baseline_of(result)
+    baseline = result.baseline
     if baseline is not None:  # --baseline: each finding new or unchanged, and what the baseline had that is gone
-        for entry, finding in zip(out["findings"], result.findings):
-            entry["baseline"] = baseline.state(finding)
-        out["baseline"] = baseline.to_json()
+        for entry, finding in zip(out["findings"], result.findings, strict=True):
+            entry["baseline"] = baseline.state(finding).value
+        out["baseline"] = baseline_dict(baseline)
     return out
 
 

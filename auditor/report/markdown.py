@@ -15,11 +15,13 @@ links, mentions or table cells to a comment.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from auditor.baseline import UNCHANGED, baseline_of
+from auditor.baseline import UNCHANGED, Baseline
 from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
+from auditor.report.diff import entry_display
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
 # GitHub, @ a mention, & an entity); escaping it with a backslash is valid
@@ -84,7 +86,8 @@ def _verdict(result: AuditResult, new: str) -> str:
         return (f"**Verdict: FAIL** — {_plural(len(result.failing), new + 'finding')} at or above "
                 f"`{result.fail_on.value}` (exit 1)")
     if not result.complete:
-        return "**Verdict: PASS** on what could be checked — some rules did not run (`--require-complete` makes that fail)"
+        return ("**Verdict: PASS** on what could be checked — some rules did not run "
+                "(`--require-complete` makes that fail)")
     return "**Verdict: PASS**"
 
 
@@ -98,7 +101,7 @@ def _target_line(result: AuditResult) -> str:
     return f"Input {inputs}: {_plural(len(snapshot), 'object')}"
 
 
-def _failed_section(result: AuditResult, baseline) -> list[str]:
+def _failed_section(result: AuditResult, baseline: Baseline | None) -> list[str]:
     lines: list[str] = []
     for rule_result in result.rules:
         failed = [f for f in rule_result.findings if f.status is FindingStatus.FAILED]
@@ -110,15 +113,16 @@ def _failed_section(result: AuditResult, baseline) -> list[str]:
             headers.append("Baseline")
         rows = []
         for finding in failed:
-            row = [_target(finding), finding.severity.value if finding.severity else "", escape(finding.message), _where(finding)]
+            severity = finding.severity.value if finding.severity else ""
+            row = [_target(finding), severity, escape(finding.message), _where(finding)]
             if baseline is not None:
-                row.append("unchanged" if baseline.state(finding) == UNCHANGED else "**new**")
+                row.append("unchanged" if baseline.state(finding) is UNCHANGED else "**new**")
             rows.append(row)
         lines += _table(headers, rows)
         if rule_result.rule is not None:
             lines += ["", f"**Fix.** {escape(rule_result.rule.remediation)}"]
     if lines:
-        lines = ["", "### Failed findings"] + lines
+        lines = ["", "### Failed findings", *lines]
     return lines
 
 
@@ -134,7 +138,8 @@ def _excepted_section(result: AuditResult) -> list[str]:
     return [
         "",
         "<details>",
-        f"<summary>{_plural(len(excepted), 'excepted finding')} (accepted drift, named in the exception list)</summary>",
+        f"<summary>{_plural(len(excepted), 'excepted finding')} "
+        "(accepted drift, named in the exception list)</summary>",
         "",
         *_table(["Rule", "Object", "Message", "Exception", "Reason"], rows),
         "",
@@ -161,37 +166,36 @@ def _exceptions_section(result: AuditResult) -> list[str]:
     return ["", "### Exception list", "", *items] if items else []
 
 
-def _entry_target(entry: dict) -> str:
-    obj = entry["object"]
-    display = f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace") else f"{obj['kind']}/{obj['name']}"
-    return code(f"{entry['cluster']}: {display}" if entry.get("cluster") else display)
+def _entry_target(entry: dict[str, Any]) -> str:
+    return code(entry_display(entry))
 
 
-def _baseline_section(baseline) -> list[str]:
+def _baseline_section(baseline: Baseline) -> list[str]:
     counts = baseline.counts()
     lines = [
         "",
         "### Compared with the baseline",
         "",
-        f"Baseline {code(baseline.path)} of {escape(baseline.report.get('asOf', '?'))}: "
-        f"**{counts['new']} new**, {counts['unchanged']} unchanged, {counts['fixed']} fixed"
-        + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""),
+        f"Baseline {code(baseline.path)} of {escape(baseline.as_of if baseline.as_of is not None else '?')}: "
+        f"**{counts.new} new**, {counts.unchanged} unchanged, {counts.fixed} fixed"
+        + (f", {counts.unverified} not rechecked" if counts.unverified else ""),
     ]
     if baseline.comparison.fixed:
         rows = [[code(e["rule"]), _entry_target(e), escape(e.get("message", ""))] for e in baseline.comparison.fixed]
-        lines += ["", "<details>", f"<summary>{_plural(counts['fixed'], 'fixed finding')}</summary>", "",
+        lines += ["", "<details>", f"<summary>{_plural(counts.fixed, 'fixed finding')}</summary>", "",
                   *_table(["Rule", "Object", "Message (in the baseline)"], rows), "", "</details>"]
     if baseline.comparison.unverified:
         rows = [[code(e["rule"]), _entry_target(e)] for e in baseline.comparison.unverified]
         lines += ["", "<details>",
-                  f"<summary>{_plural(counts['unverified'], 'finding')} not rechecked (the rule reached no verdict)</summary>",
+                  f"<summary>{_plural(counts.unverified, 'finding')} not rechecked "
+                  "(the rule reached no verdict)</summary>",
                   "", *_table(["Rule", "Object"], rows), "", "</details>"]
     return lines
 
 
 def render(result: AuditResult) -> str:
     summary = result.summary()
-    baseline = baseline_of(result)
+    baseline = result.baseline
     lines = [
         "## Cilium exposure audit",
         "",
@@ -201,18 +205,18 @@ def render(result: AuditResult) -> str:
         "",
     ]
     counts = [
-        ["Failing (fails the gate)", str(summary["failing"])],
-        ["Failed findings", str(summary["failed"])],
-        ["Excepted findings", str(summary["excepted"])],
-        ["Rules passed", str(summary["rulesPassed"])],
-        ["Rules failed", str(summary["rulesFailed"])],
-        ["Rules not run", str(summary["rulesNotRun"])],
-        ["Rules in error", str(summary["rulesError"])],
+        ["Failing (fails the gate)", str(summary.failing)],
+        ["Failed findings", str(summary.failed)],
+        ["Excepted findings", str(summary.excepted)],
+        ["Rules passed", str(summary.rules_passed)],
+        ["Rules failed", str(summary.rules_failed)],
+        ["Rules not run", str(summary.rules_not_run)],
+        ["Rules in error", str(summary.rules_error)],
     ]
     if baseline is not None:
         baseline_counts = baseline.counts()
-        counts[1:1] = [["New findings (baseline)", str(baseline_counts["new"])],
-                       ["Fixed findings (baseline)", str(baseline_counts["fixed"])]]
+        counts[1:1] = [["New findings (baseline)", str(baseline_counts.new)],
+                       ["Fixed findings (baseline)", str(baseline_counts.fixed)]]
     lines += _table(["", "Count"], counts)
     lines += _failed_section(result, baseline)
     lines += _excepted_section(result)
@@ -225,5 +229,6 @@ def render(result: AuditResult) -> str:
         lines += ["", f"Passed: {', '.join(passed)}"]
     for note in result.notes:
         lines += ["", f"Note: {escape(note)}"]
-    lines += ["", f"<sub>{escape(f'cilium-exposure-auditor, fail-on {result.fail_on.value}, exceptions as of {result.as_of.isoformat()}')}</sub>"]
+    colophon = f"cilium-exposure-auditor, fail-on {result.fail_on.value}, exceptions as of {result.as_of.isoformat()}"
+    lines += ["", f"<sub>{escape(colophon)}</sub>"]
     return "\n".join(lines) + "\n"

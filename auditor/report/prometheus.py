@@ -26,12 +26,13 @@ import os
 import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from auditor import __version__
-from auditor.baseline import baseline_of
+from auditor.baseline import Baseline
 from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
-from auditor.model import FindingStatus, RuleStatus
+from auditor.model import Finding, FindingStatus, RuleStatus
 
 PREFIX = "cilium_exposure_audit_"
 
@@ -92,23 +93,45 @@ def _default_cluster(result: AuditResult) -> str | None:
     return cluster.label or cluster.context or None
 
 
-def render(result: AuditResult, now: float | None = None) -> str:
-    out = _Exposition()
-    default_cluster = _default_cluster(result)
-    clusters = sorted({f.cluster for f in result.findings if f.cluster} | ({default_cluster} if default_cluster else set()))
-    failing = set(result.failing)
+# (rule, severity, cluster or ""): the labels of one finding-count series.
+_SeriesKey = tuple[str, str, str]
+_FINDING_FAMILIES = {
+    "failed": "Failed (not excepted) findings of the last audit, by rule and severity.",
+    "failing": "Failed findings that fail the gate (at or above --fail-on; new ones only with a baseline).",
+    "excepted": "Findings excepted by a named entry of the exception list, by rule and severity.",
+}
 
-    def with_cluster(labels: dict[str, str], cluster: str | None) -> dict[str, str]:
-        return {**labels, "cluster": cluster} if cluster else labels
 
-    counters = {"failed": Counter(), "failing": Counter(), "excepted": Counter()}
-    series: set[tuple[str, str, str]] = set()
+@dataclass(frozen=True)
+class _Clusters:
+    """Which `cluster` label the series carry."""
+
+    default: str | None  # the audited cluster's label or context, for findings that name none
+    all: list[str]  # every cluster the findings or the audit name
+    status: str | None  # on the per-run series: the one cluster, or none in a fleet
+
+    @classmethod
+    def of(cls, result: AuditResult) -> _Clusters:
+        default = _default_cluster(result)
+        names = sorted({f.cluster for f in result.findings if f.cluster} | ({default} if default else set()))
+        return cls(default, names, default if len(names) <= 1 else None)
+
+
+def _with_cluster(labels: dict[str, str], cluster: str | None) -> dict[str, str]:
+    return {**labels, "cluster": cluster} if cluster else labels
+
+
+def _count_findings(result: AuditResult, clusters: _Clusters) -> tuple[set[_SeriesKey], dict[str, Counter[_SeriesKey]]]:
+    """Every finding-count series (a zero one per rule's own severity and cluster) and the counts per family."""
+    failing: set[Finding] = set(result.failing)
+    counters: dict[str, Counter[_SeriesKey]] = {name: Counter() for name in _FINDING_FAMILIES}
+    series: set[_SeriesKey] = set()
     for rule in result.rules:
-        for cluster in clusters or [""]:
+        for cluster in clusters.all or [""]:
             series.add((rule.id, rule.severity.value, cluster))
         for finding in rule.findings:
             severity = (finding.severity or rule.severity).value
-            key = (rule.id, severity, finding.cluster or default_cluster or "")
+            key = (rule.id, severity, finding.cluster or clusters.default or "")
             series.add(key)
             if finding.status is FindingStatus.EXCEPTED:
                 counters["excepted"][key] += 1
@@ -116,57 +139,82 @@ def render(result: AuditResult, now: float | None = None) -> str:
                 counters["failed"][key] += 1
                 if finding in failing:
                     counters["failing"][key] += 1
+    return series, counters
 
-    descriptions = {
-        "failed": "Failed (not excepted) findings of the last audit, by rule and severity.",
-        "failing": "Failed findings that fail the gate (at or above --fail-on; new ones only with a baseline).",
-        "excepted": "Findings excepted by a named entry of the exception list, by rule and severity.",
-    }
-    for name in ("failed", "failing", "excepted"):
+
+def _finding_families(out: _Exposition, result: AuditResult, clusters: _Clusters) -> None:
+    series, counters = _count_findings(result, clusters)
+    for name, description in _FINDING_FAMILIES.items():
         out.family(
             f"findings_{name}",
-            descriptions[name],
+            description,
             [
-                (with_cluster({"rule": rule, "severity": severity}, cluster or None), counters[name][(rule, severity, cluster)])
+                (_with_cluster({"rule": rule, "severity": severity}, cluster or None),
+                 counters[name][(rule, severity, cluster)])
                 for rule, severity, cluster in sorted(series)
             ],
         )
 
-    status_cluster = default_cluster if len(clusters) <= 1 else None
+
+def _rule_status_family(out: _Exposition, result: AuditResult, cluster: str | None) -> None:
     out.family(
         "rule_status",
         "Verdict of each rule in the last audit: 1 for its status, 0 for the others.",
         [
-            (with_cluster({"rule": rule.id, "status": status.value}, status_cluster), 1 if rule.status is status else 0)
+            (_with_cluster({"rule": rule.id, "status": status.value}, cluster), 1 if rule.status is status else 0)
             for rule in result.rules
             for status in RuleStatus
         ],
     )
-    base = with_cluster({}, status_cluster)
+
+
+def _run_families(out: _Exposition, result: AuditResult, cluster: str | None) -> None:
+    base = _with_cluster({}, cluster)
     out.family("complete", "1 when every selected rule reached a verdict (passed or failed), else 0.",
                [(base, 1 if result.complete else 0)])
     out.family("exit_code", "Exit code of the last audit (0 pass, 1 failing findings, 3 incomplete).",
                [(base, result.exit_code)])
     out.family("objects", "Objects the last audit read.", [(base, len(result.snapshot))])
+
+
+def _exceptions_family(out: _Exposition, result: AuditResult, cluster: str | None) -> None:
     usage = Counter(entry.status for entry in result.exceptions)
     out.family(
         "exceptions",
         "Entries of the exception list by status (used, unused, expired, inactive).",
-        [(with_cluster({"status": status.value}, status_cluster), usage[status]) for status in EntryStatus],
+        [(_with_cluster({"status": status.value}, cluster), usage[status]) for status in EntryStatus],
     )
-    baseline = baseline_of(result)
-    if baseline is not None:
-        counts = baseline.counts()
-        out.family(
-            "baseline_findings",
-            "Findings compared with the --baseline report: new, unchanged, fixed, unverified (rule reached no verdict).",
-            [(with_cluster({"state": state}, status_cluster), counts[state]) for state in ("new", "unchanged", "fixed", "unverified")],
-        )
-    out.family("info", "The auditor that produced these metrics.", [(with_cluster({"version": __version__}, status_cluster), 1)])
+
+
+def _baseline_family(out: _Exposition, baseline: Baseline, cluster: str | None) -> None:
+    counts = baseline.counts()
+    by_state = {"new": counts.new, "unchanged": counts.unchanged, "fixed": counts.fixed,
+                "unverified": counts.unverified}
+    out.family(
+        "baseline_findings",
+        "Findings compared with the --baseline report: new, unchanged, fixed, unverified (rule reached no verdict).",
+        [(_with_cluster({"state": state}, cluster), count) for state, count in by_state.items()],
+    )
+
+
+def _tool_families(out: _Exposition, cluster: str | None, now: float) -> None:
+    out.family("info", "The auditor that produced these metrics.",
+               [(_with_cluster({"version": __version__}, cluster), 1)])
     out.family(
         "last_run_timestamp_seconds",
         "Unix time the last audit's report was written (SOURCE_DATE_EPOCH overrides it).",
-        [(base, round(_now() if now is None else now, 3))],
+        [(_with_cluster({}, cluster), round(now, 3))],
     )
-    return out.text()
 
+
+def render(result: AuditResult, now: float | None = None) -> str:
+    out = _Exposition()
+    clusters = _Clusters.of(result)
+    _finding_families(out, result, clusters)
+    _rule_status_family(out, result, clusters.status)
+    _run_families(out, result, clusters.status)
+    _exceptions_family(out, result, clusters.status)
+    if result.baseline is not None:
+        _baseline_family(out, result.baseline, clusters.status)
+    _tool_families(out, clusters.status, _now() if now is None else now)
+    return out.text()

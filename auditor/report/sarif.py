@@ -27,15 +27,16 @@ import hashlib
 import json
 import os
 import re
-from pathlib import PurePosixPath, Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from auditor import TOOL_NAME, __version__
-from auditor.baseline import baseline_of
+from auditor.baseline import Baseline
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus, Severity
+from auditor.report.json_report import summary_dict
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -126,7 +127,8 @@ def _display(finding: Finding) -> str:
     return f"{finding.cluster}: {display}" if finding.cluster else display
 
 
-def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: str, baseline) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: str,
+            baseline: Baseline | None) -> dict[str, Any]:
     ref = finding.object
     severity = finding.severity or Severity.ERROR
     logical: dict[str, Any] = {
@@ -160,7 +162,7 @@ def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: 
             "properties": {"exception": finding.exception.name},
         }]
     if baseline is not None:
-        out["baselineState"] = baseline.state(finding)
+        out["baselineState"] = baseline.state(finding).value
     return out
 
 
@@ -175,10 +177,8 @@ def _notification(descriptor: str, level: str, text: str, rule: tuple[str, int] 
     return note
 
 
-def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
-    base = base or os.getcwd()
-    snapshot = result.snapshot
-    baseline = baseline_of(result)
+def _rule_index(result: AuditResult) -> dict[str, int]:
+    """Rule id -> index of its descriptor in `tool.driver.rules`."""
     rule_index: dict[str, int] = {}
     for index, rule_result in enumerate(result.rules):
         # A plugin whose id clashes with a rule's is an error entry under the same
@@ -186,8 +186,11 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
         known = rule_index.get(rule_result.id)
         if known is None or (rule_result.rule is not None and result.rules[known].rule is None):
             rule_index[rule_result.id] = index
-    physical = snapshot.mode in ("offline", "snapshot")
+    return rule_index
 
+
+def _execution_notifications(result: AuditResult) -> list[dict[str, Any]]:
+    """A rule that reached no verdict: an error, or a not-run (an error too under --require-complete)."""
     execution: list[dict[str, Any]] = []
     for index, rule_result in enumerate(result.rules):
         if rule_result.status is RuleStatus.ERROR:
@@ -197,6 +200,11 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
             level = "error" if result.require_complete else "warning"
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
                                            (rule_result.id, index)))
+    return execution
+
+
+def _configuration_notifications(result: AuditResult) -> list[dict[str, Any]]:
+    """Expired and unused exception-list entries, and the posture's notes."""
     configuration: list[dict[str, Any]] = []
     for usage in result.exceptions:
         if usage.status is EntryStatus.EXPIRED:
@@ -210,38 +218,56 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
                                                f"exception {usage.entry.name} matched nothing (stale? remove it)"))
     for note in result.notes:
         configuration.append(_notification("posture-note", "note", note))
+    return configuration
 
-    invocation: dict[str, Any] = {
+
+def _invocation(result: AuditResult) -> dict[str, Any]:
+    return {
         "executionSuccessful": result.complete,
         "exitCode": result.exit_code,
-        "toolExecutionNotifications": execution,
-        "toolConfigurationNotifications": configuration,
+        "toolExecutionNotifications": _execution_notifications(result),
+        "toolConfigurationNotifications": _configuration_notifications(result),
         "properties": {
             "asOf": result.as_of.isoformat(),
             "failOn": result.fail_on.value,
             "requireComplete": result.require_complete,
         },
     }
-    run_properties: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs), "summary": result.summary()}
+
+
+def _driver(result: AuditResult) -> dict[str, Any]:
+    return {
+        "name": TOOL_NAME,
+        "version": __version__,
+        "semanticVersion": __version__,
+        "informationUri": INFORMATION_URI,
+        "rules": [_descriptor(rule_result) for rule_result in result.rules],
+        "notifications": [{"id": name, "shortDescription": {"text": text}} for name, text in NOTIFICATIONS],
+    }
+
+
+def _run_properties(result: AuditResult) -> dict[str, Any]:
+    snapshot = result.snapshot
+    properties: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs),
+                                  "summary": summary_dict(result.summary())}
+    baseline = result.baseline
     if baseline is not None:
-        run_properties["baseline"] = {"file": baseline.path, **baseline.counts()}
+        counts = baseline.counts()
+        properties["baseline"] = {"file": baseline.path, "new": counts.new, "unchanged": counts.unchanged,
+                                  "fixed": counts.fixed, "unverified": counts.unverified}
+    return properties
+
+
+def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
+    base = base or os.getcwd()
+    rule_index = _rule_index(result)
+    physical = result.snapshot.mode in ("offline", "snapshot")
     run: dict[str, Any] = {
-        "tool": {
-            "driver": {
-                "name": TOOL_NAME,
-                "version": __version__,
-                "semanticVersion": __version__,
-                "informationUri": INFORMATION_URI,
-                "rules": [_descriptor(rule_result) for rule_result in result.rules],
-                "notifications": [
-                    {"id": name, "shortDescription": {"text": text}} for name, text in NOTIFICATIONS
-                ],
-            }
-        },
-        "invocations": [invocation],
-        "results": [_result(f, rule_index, physical, base, baseline) for f in result.findings],
+        "tool": {"driver": _driver(result)},
+        "invocations": [_invocation(result)],
+        "results": [_result(f, rule_index, physical, base, result.baseline) for f in result.findings],
         "columnKind": "unicodeCodePoints",
-        "properties": run_properties,
+        "properties": _run_properties(result),
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 

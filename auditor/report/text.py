@@ -10,7 +10,7 @@ import re
 
 from tabulate import tabulate
 
-from auditor.baseline import UNCHANGED, Baseline, baseline_of
+from auditor.baseline import UNCHANGED, Baseline
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import FindingStatus, RuleStatus
@@ -76,11 +76,11 @@ def _rule_table(result: RuleResult, style: _Style, baseline: Baseline | None = N
 
 def _baseline_lines(baseline: Baseline, style: _Style) -> list[str]:
     counts = baseline.counts()
-    when = f" of {baseline.report['asOf']}" if baseline.report.get("asOf") else ""
+    when = f" of {baseline.as_of}" if baseline.as_of else ""
     lines = [
         "",
-        style(f"Baseline {baseline.path}{when}: {counts['new']} new, {counts['unchanged']} unchanged, "
-              f"{counts['fixed']} fixed" + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""), "bold"),
+        style(f"Baseline {baseline.path}{when}: {counts.new} new, {counts.unchanged} unchanged, "
+              f"{counts.fixed} fixed" + (f", {counts.unverified} not rechecked" if counts.unverified else ""), "bold"),
     ]
     for entry in baseline.comparison.fixed:
         lines.append(f"  {style('fixed', 'green')} {entry['rule']} {_entry_target(entry)}")
@@ -97,7 +97,7 @@ def _entry_target(entry: dict) -> str:
 
 def render(result: AuditResult, color: bool = False) -> str:
     style = _Style(color)
-    baseline = baseline_of(result)
+    baseline = result.baseline
     lines: list[str] = []
     snapshot = result.snapshot
     target = ", ".join(snapshot.inputs) or "(no input)"
@@ -107,11 +107,12 @@ def render(result: AuditResult, color: bool = False) -> str:
             f"cluster {cluster.label or cluster.context or '?'} ({cluster.server}, Kubernetes {cluster.version}, "
             f"fingerprint {cluster.fingerprint})"
         )
-    elif snapshot.mode == "fleet" and snapshot.clusters:
-        target = f"{_plural(len(snapshot.clusters), 'cluster')}: " + "; ".join(
-            f"{c.label or c.context} ({c.extra['error']})" if c.extra.get("error") else
-            f"{c.label or c.context} ({c.server}, Kubernetes {c.version}, fingerprint {c.fingerprint})"
-            for c in snapshot.clusters
+    elif snapshot.mode == "fleet" and result.fleet:
+        target = f"{_plural(len(result.fleet), 'cluster')}: " + "; ".join(
+            f"{m.info.label or m.info.context} ({m.error})" if m.error else
+            f"{m.info.label or m.info.context} ({m.info.server}, Kubernetes {m.info.version}, "
+            f"fingerprint {m.info.fingerprint})"
+            for m in result.fleet
         )
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines.append(style(f"Audit of {target}: {_plural(len(snapshot), 'object')}{ignored}", "bold"))
@@ -153,13 +154,13 @@ def render(result: AuditResult, color: bool = False) -> str:
 
     summary = result.summary()
     parts = [
-        _plural(summary["failed"], "finding") + " failed",
-        f"{summary['excepted']} excepted",
-        _plural(summary["rulesPassed"], "rule") + " passed",
-        _plural(summary["rulesNotRun"], "rule") + " not run",
+        _plural(summary.failed, "finding") + " failed",
+        f"{summary.excepted} excepted",
+        _plural(summary.rules_passed, "rule") + " passed",
+        _plural(summary.rules_not_run, "rule") + " not run",
     ]
-    if summary["rulesError"]:
-        parts.append(_plural(summary["rulesError"], "rule") + " in error")
+    if summary.rules_error:
+        parts.append(_plural(summary.rules_error, "rule") + " in error")
     lines.append("")
     lines.append(style(", ".join(parts), "bold"))
     lines.append(_verdict(result, style))
@@ -169,7 +170,7 @@ def render(result: AuditResult, color: bool = False) -> str:
 def _verdict(result: AuditResult, style: _Style) -> str:
     if result.incomplete_gate:
         return style("Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red")
-    new = "new " if baseline_of(result) is not None else ""
+    new = "new " if result.baseline is not None else ""
     if result.failing:
         return style(
             f"Verdict: FAIL ({_plural(len(result.failing), new + 'finding')} at or above {result.fail_on.value}; exit 1)", "red"

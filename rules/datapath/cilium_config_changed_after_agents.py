@@ -99,52 +99,6 @@ class CiliumConfigChangedAfterAgents(Rule):
         "https://docs.cilium.io/en/stable/configuration/",
         "https://docs.cilium.io/en/stable/configuration/configmap-drift-detection/",
     )
-    example_fail = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  kinds:
-    ConfigMap: {state: listed}
-    Pod: {state: listed}
-items:
-  - apiVersion: v1
-    kind: ConfigMap
-    metadata:
-      name: cilium-config
-      namespace: kube-system
-      managedFields:
-        - {manager: cilium-cli, operation: Update, time: "2026-06-02T09:00:00Z", fieldsType: FieldsV1,
-           fieldsV1: {"f:data": {"f:enable-wireguard": {}}}}
-    data: {enable-wireguard: "true"}
-  - apiVersion: v1
-    kind: Pod
-    metadata: {name: cilium-abcde, namespace: kube-system, labels: {k8s-app: cilium}}
-    status: {startTime: "2026-06-01T08:00:00Z"}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  kinds:
-    ConfigMap: {state: listed}
-    Pod: {state: listed}
-items:
-  - apiVersion: v1
-    kind: ConfigMap
-    metadata:
-      name: cilium-config
-      namespace: kube-system
-      managedFields:
-        - {manager: helm, operation: Update, time: "2026-06-01T07:00:00Z", fieldsType: FieldsV1,
-           fieldsV1: {"f:data": {"f:enable-wireguard": {}}}}
-    data: {enable-wireguard: "true"}
-  - apiVersion: v1
-    kind: Pod
-    metadata: {name: cilium-abcde, namespace: kube-system, labels: {k8s-app: cilium}}
-    status: {startTime: "2026-06-01T08:00:00Z"}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         config_map = _config_map(snapshot, ctx)

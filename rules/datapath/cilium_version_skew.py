@@ -68,40 +68,6 @@ class CiliumVersionSkew(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/operations/upgrade/",)
-    example_fail = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.19.2"}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cilium-operator, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-operator, image: "quay.io/cilium/operator-generic:v1.18.5"}]
-"""
-    example_pass = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.19.2"}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cilium-operator, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-operator, image: "quay.io/cilium/operator-generic:v1.19.2"}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         namespace = cilium_namespace(ctx)

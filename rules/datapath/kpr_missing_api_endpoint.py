@@ -53,42 +53,6 @@ class KprMissingApiEndpoint(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",)
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.19.1
-          env: [{name: K8S_NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.19.1
-          env:
-            - {name: KUBERNETES_SERVICE_HOST, value: 10.0.0.10}
-            - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         require_settings(ctx, "cannot tell whether kube-proxy is replaced")

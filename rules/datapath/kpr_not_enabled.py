@@ -56,18 +56,6 @@ class KprNotEnabled(Rule):
         "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         "https://github.com/cilium/cilium/pull/31286",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "false"}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         require_settings(ctx, "cannot tell whether Cilium replaces kube-proxy")

@@ -58,22 +58,6 @@ class KprRemovedFlags(Rule):
         "https://github.com/cilium/cilium/issues/39582",
         "https://github.com/cilium/cilium/pull/41380",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data:
-  kube-proxy-replacement: "true"
-  enable-node-port: "true"
-  enable-external-ips: "true"
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data:
-  kube-proxy-replacement: "true"
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         require_settings(ctx, "cannot read the kube-proxy replacement switches")

@@ -63,18 +63,6 @@ class KprRemovedValue(Rule):
         "https://github.com/cilium/cilium/pull/31286",
         "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: strict}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         require_settings(ctx, "cannot read kube-proxy-replacement")

@@ -48,18 +48,6 @@ class WireguardDisabled(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/security/network/encryption-wireguard/",)
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-wireguard: "false"}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-wireguard: "true"}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = f"whether WireGuard encryption is on ({KEY}) is unknown"

@@ -76,30 +76,6 @@ class HubbleUiExposed(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/observability/hubble/hubble-ui/",)
-    example_fail = """\
-apiVersion: v1
-kind: Service
-metadata:
-  name: hubble-ui
-  namespace: kube-system
-  labels: {k8s-app: hubble-ui}
-spec:
-  type: NodePort
-  selector: {k8s-app: hubble-ui}
-  ports: [{port: 80, targetPort: 8081, nodePort: 31235}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: Service
-metadata:
-  name: hubble-ui
-  namespace: kube-system
-  labels: {k8s-app: hubble-ui}
-spec:
-  type: ClusterIP
-  selector: {k8s-app: hubble-ui}
-  ports: [{port: 80, targetPort: 8081}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         hubble = {}

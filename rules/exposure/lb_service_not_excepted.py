@@ -42,24 +42,6 @@ class LbServiceNotExcepted(Rule):
             "cilium/cilium PRs #31271, #33990",
         ),
     )
-    example_fail = """\
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail}
-spec:
-  type: LoadBalancer
-  selector: {app: smtp}
-  ports: [{port: 25, protocol: TCP}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail}
-spec:
-  type: ClusterIP
-  selector: {app: smtp}
-  ports: [{port: 25, protocol: TCP}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         for service in snapshot.of_kind(kinds.SERVICE):

@@ -35,23 +35,6 @@ class NodePortServiceNotExcepted(Rule):
             "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/; cilium/cilium PR #39581",
         ),
     )
-    example_fail = """\
-apiVersion: v1
-kind: Service
-metadata: {name: mlflow-nodeport, namespace: mlflow}
-spec:
-  type: NodePort
-  selector: {app.kubernetes.io/name: mlflow}
-  ports: [{name: http, port: 5000, targetPort: http}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: Service
-metadata: {name: mlflow, namespace: mlflow}
-spec:
-  selector: {app.kubernetes.io/name: mlflow}
-  ports: [{name: http, port: 5000, targetPort: http}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         for service in snapshot.of_kind(kinds.SERVICE):

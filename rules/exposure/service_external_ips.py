@@ -67,23 +67,6 @@ class ServiceExternalIps(Rule):
         "https://github.com/kubernetes/kubernetes/issues/97076",
         "https://kubernetes.io/docs/concepts/services-networking/service/#external-ips",
     )
-    example_fail = """\
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail}
-spec:
-  selector: {app: smtp}
-  ports: [{port: 25}]
-  externalIPs: [192.168.1.25]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail}
-spec:
-  selector: {app: smtp}
-  ports: [{port: 25}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         policies = snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY)

@@ -81,30 +81,6 @@ class GatewayApiCrdBundle(Rule):
         "https://github.com/cilium/cilium/issues/45139",
         "https://gateway-api.sigs.k8s.io/guides/#installing-gateway-api",
     )
-    example_fail = """\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gateways.gateway.networking.k8s.io
-  annotations: {gateway.networking.k8s.io/bundle-version: v1.5.1}
-spec:
-  group: gateway.networking.k8s.io
-  names: {kind: Gateway, plural: gateways}
-  scope: Namespaced
-  versions: [{name: v1, served: true, storage: true}]
-"""
-    example_pass = """\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gateways.gateway.networking.k8s.io
-  annotations: {gateway.networking.k8s.io/bundle-version: v1.4.1}
-spec:
-  group: gateway.networking.k8s.io
-  names: {kind: Gateway, plural: gateways}
-  scope: Namespaced
-  versions: [{name: v1, served: true, storage: true}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         crds = [crd for crd in snapshot.of_kind(kinds.CRD) if _is_gateway_api_crd(crd)]

@@ -47,32 +47,6 @@ class GatewayApiDisabled(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/servicemesh/gateway-api/gateway-api/",)
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-gateway-api: "false"}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: edge, namespace: gateway}
-spec:
-  gatewayClassName: cilium
-  listeners: [{name: web, protocol: HTTP, port: 8080}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-gateway-api: "true"}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: edge, namespace: gateway}
-spec:
-  gatewayClassName: cilium
-  listeners: [{name: web, protocol: HTTP, port: 8080}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         gateways = [g for g in snapshot.of_kind(kinds.GATEWAY) if served_by_cilium(snapshot, g) is not False]

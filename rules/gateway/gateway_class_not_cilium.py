@@ -45,32 +45,6 @@ class GatewayClassNotCilium(Rule):
         ),
     )
     references = ("https://gateway-api.sigs.k8s.io/api-types/gatewayclass/",)
-    example_fail = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: envoy}
-spec: {controllerName: gateway.envoyproxy.io/gatewayclass-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: external, namespace: network}
-spec:
-  gatewayClassName: envoy
-  listeners: [{name: http, protocol: HTTP, port: 80}]
-"""
-    example_pass = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cilium}
-spec: {controllerName: io.cilium/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: external, namespace: network}
-spec:
-  gatewayClassName: cilium
-  listeners: [{name: http, protocol: HTTP, port: 80}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         # Offline input holding some GatewayClasses does not hold every class the

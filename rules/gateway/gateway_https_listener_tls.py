@@ -78,36 +78,6 @@ class GatewayHttpsListenerTls(Rule):
         "https://gateway-api.sigs.k8s.io/guides/tls/",
         "https://cert-manager.io/docs/usage/gateway/",
     )
-    example_fail = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: edge, namespace: gateway}
-spec:
-  gatewayClassName: cilium
-  listeners:
-    - name: websecure
-      protocol: HTTPS
-      port: 443
-      hostname: app.cluster.lan
-"""
-    example_pass = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: edge
-  namespace: gateway
-  annotations: {cert-manager.io/cluster-issuer: internal-ca}
-spec:
-  gatewayClassName: cilium
-  listeners:
-    - name: websecure
-      protocol: HTTPS
-      port: 443
-      hostname: app.cluster.lan
-      tls:
-        mode: Terminate
-        certificateRefs: [{kind: Secret, name: app-tls}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         authoritative = _secret_listing_authoritative(snapshot)

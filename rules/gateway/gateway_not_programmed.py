@@ -72,44 +72,6 @@ class GatewayNotProgrammed(Rule):
         "https://github.com/cilium/cilium/pull/46350",
         "https://gateway-api.sigs.k8s.io/reference/spec/#gatewayconditiontype",
     )
-    example_fail = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  kinds:
-    Gateway.gateway.networking.k8s.io: {state: listed}
-items:
-  - apiVersion: gateway.networking.k8s.io/v1
-    kind: Gateway
-    metadata: {name: edge, namespace: gateway}
-    spec:
-      gatewayClassName: cilium
-      listeners: [{name: web, protocol: HTTP, port: 8080}]
-    status:
-      conditions:
-        - {type: Accepted, status: "True", reason: Accepted}
-        - {type: Programmed, status: "False", reason: NoResources, message: Unable to create CEC resource}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  kinds:
-    Gateway.gateway.networking.k8s.io: {state: listed}
-items:
-  - apiVersion: gateway.networking.k8s.io/v1
-    kind: Gateway
-    metadata: {name: edge, namespace: gateway}
-    spec:
-      gatewayClassName: cilium
-      listeners: [{name: web, protocol: HTTP, port: 8080}]
-    status:
-      conditions:
-        - {type: Accepted, status: "True", reason: Accepted}
-        - {type: Programmed, status: "True", reason: Programmed}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         everything = snapshot.of_kind(kinds.GATEWAY)

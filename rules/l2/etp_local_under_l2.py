@@ -57,36 +57,6 @@ class EtpLocalUnderL2(Rule):
             "Documentation/network/l2-announcements.rst",
         ),
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {enable-l2-announcements: "true", kube-proxy-replacement: "true"}
----
-apiVersion: v1
-kind: Service
-metadata: {name: postgres-lb, namespace: database}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  selector: {app: postgres}
-  ports: [{port: 5432}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {enable-l2-announcements: "true", kube-proxy-replacement: "true"}
----
-apiVersion: v1
-kind: Service
-metadata: {name: postgres-lb, namespace: database}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Cluster
-  selector: {app: postgres}
-  ports: [{port: 5432}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         candidates = [

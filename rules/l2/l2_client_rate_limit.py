@@ -107,44 +107,6 @@ class L2ClientRateLimit(Rule):
         "https://docs.cilium.io/en/stable/network/l2-announcements/",
         "https://github.com/cilium/cilium/pull/33821",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data:
-  enable-l2-announcements: "true"
-  l2-announcements-renew-deadline: 2s
-  k8s-client-qps: "1"
-  k8s-client-burst: "2"
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
----
-apiVersion: v1
-kind: List
-items:
-  - {apiVersion: v1, kind: Service, metadata: {name: dns, namespace: net}, spec: {type: LoadBalancer}}
-  - {apiVersion: v1, kind: Service, metadata: {name: ntp, namespace: net}, spec: {type: LoadBalancer}}
-  - {apiVersion: v1, kind: Service, metadata: {name: smtp, namespace: mail}, spec: {type: LoadBalancer}}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {enable-l2-announcements: "true"}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
----
-apiVersion: v1
-kind: Service
-metadata: {name: dns, namespace: networking}
-spec: {type: LoadBalancer, ports: [{port: 53, protocol: UDP}]}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "cannot size the agent's API client for L2 announcements"

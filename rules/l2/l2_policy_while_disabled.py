@@ -41,28 +41,6 @@ class L2PolicyWhileDisabled(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/l2-announcements/",)
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-l2-announcements: "false"}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         policies = snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY)

@@ -57,18 +57,6 @@ class L2PolicyWrongVersion(Rule):
         "https://docs.cilium.io/en/stable/network/l2-announcements/",
         "https://github.com/cilium/cilium/tree/main/pkg/k8s/apis/cilium.io/client/crds",
     )
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         versions, how = served_versions(snapshot)

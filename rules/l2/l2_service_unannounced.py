@@ -67,42 +67,6 @@ class L2ServiceUnannounced(Rule):
         "https://docs.cilium.io/en/stable/network/bgp-control-plane/",
         "https://github.com/cilium/cilium/pull/42278",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: edge-only}
-spec:
-  serviceSelector: {matchLabels: {exposure: edge}}
-  loadBalancerIPs: true
----
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail}
-spec: {type: LoadBalancer, ports: [{port: 25}]}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true", enable-l2-announcements: "true"}
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: edge-only}
-spec:
-  serviceSelector: {matchLabels: {exposure: edge}}
-  loadBalancerIPs: true
----
-apiVersion: v1
-kind: Service
-metadata: {name: smtp, namespace: mail, labels: {exposure: edge}}
-spec: {type: LoadBalancer, ports: [{port: 25}]}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "cannot tell how LoadBalancer IPs are announced"

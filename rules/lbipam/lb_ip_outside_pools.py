@@ -63,36 +63,6 @@ class LbIpOutsidePools(Rule):
         "https://docs.cilium.io/en/stable/network/lb-ipam/",
         "https://github.com/cilium/cilium/pull/30169",
     )
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: postgres-lb
-  namespace: database
-  annotations: {lbipam.cilium.io/ips: 192.168.67.206}
-spec: {type: LoadBalancer, ports: [{port: 5432}]}
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: postgres-lb
-  namespace: database
-  annotations: {lbipam.cilium.io/ips: 192.168.67.246}
-spec: {type: LoadBalancer, ports: [{port: 5432}]}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         default_ipam = None

@@ -53,24 +53,6 @@ class LbIpamLegacyAnnotation(Rule):
         "https://github.com/cilium/cilium/pull/30169",
         "https://docs.cilium.io/en/stable/network/lb-ipam/",
     )
-    example_fail = """\
-apiVersion: v1
-kind: Service
-metadata:
-  name: postgres-lb
-  namespace: database
-  annotations: {io.cilium/lb-ipam-ips: 192.168.67.246}
-spec: {type: LoadBalancer, ports: [{port: 5432}]}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: Service
-metadata:
-  name: postgres-lb
-  namespace: database
-  annotations: {lbipam.cilium.io/ips: 192.168.67.246}
-spec: {type: LoadBalancer, ports: [{port: 5432}]}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         for service in snapshot.of_kind(kinds.SERVICE):

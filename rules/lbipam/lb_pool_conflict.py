@@ -38,29 +38,6 @@ class LbPoolConflict(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: lab}
-spec:
-  blocks: [{cidr: 192.168.67.240/28}]
-status:
-  conditions:
-    - type: cilium.io/PoolConflict
-      status: "True"
-      reason: cidr_overlap
-      message: Pool overlaps with CIDR of pool 'edge'
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: edge}
-spec:
-  blocks: [{cidr: 192.168.67.240/28}]
-status:
-  conditions:
-    - {type: cilium.io/PoolConflict, status: "False", reason: resolved}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         pools = snapshot.of_kind(kinds.LB_IP_POOL)

@@ -55,26 +55,6 @@ class LbPoolNotArmed(Rule):
         Fact("spec.disabled: true stops new allocations, existing ones are kept", "Cilium 1.13+", "CRD ciliumloadbalancerippools.yaml"),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
----
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
-  disabled: true
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         pools = snapshot.of_kind(kinds.LB_IP_POOL)

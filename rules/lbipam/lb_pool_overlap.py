@@ -83,32 +83,6 @@ class LbPoolOverlap(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: edge}
-spec:
-  blocks: [{cidr: 192.168.67.240/28}]
----
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: lab}
-spec:
-  blocks: [{start: 192.168.67.250, stop: 192.168.67.254}]
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: edge}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.245}]
----
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: lab}
-spec:
-  blocks: [{start: 192.168.67.246, stop: 192.168.67.250}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         pools = snapshot.of_kind(kinds.LB_IP_POOL)

@@ -38,20 +38,6 @@ class LbPoolUnapprovedRange(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
-    example_fail = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{cidr: 10.0.0.0/24}]
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         approved_texts = list(ctx.posture.approved_lb_ipam_ranges)

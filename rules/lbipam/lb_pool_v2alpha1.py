@@ -88,25 +88,6 @@ class LbPoolV2alpha1(Rule):
             "Kubernetes docs, Versions in CustomResourceDefinitions",
         ),
     )
-    example_fail = """\
-apiVersion: cilium.io/v2alpha1
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.67.240, stop: 192.168.67.250}]
----
-apiVersion: cilium.io/v2alpha1
-kind: CiliumL2AnnouncementPolicy
-metadata: {name: default-l2}
-spec: {loadBalancerIPs: true}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         for pool in snapshot.of_kind(kinds.LB_IP_POOL):

@@ -47,36 +47,6 @@ class LbServiceNoIngressIp(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
-    example_fail = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  context: bench
-  kinds:
-    Service: {state: listed}
-items:
-  - apiVersion: v1
-    kind: Service
-    metadata: {name: smtp, namespace: mail}
-    spec: {type: LoadBalancer, ports: [{port: 25}]}
-    status: {loadBalancer: {}}
-"""
-    example_pass = """\
-apiVersion: v1
-kind: List
-auditSnapshot:
-  formatVersion: 1
-  context: bench
-  kinds:
-    Service: {state: listed}
-items:
-  - apiVersion: v1
-    kind: Service
-    metadata: {name: smtp, namespace: mail}
-    spec: {type: LoadBalancer, ports: [{port: 25}]}
-    status: {loadBalancer: {ingress: [{ip: 192.168.67.241}]}}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         default_ipam = None

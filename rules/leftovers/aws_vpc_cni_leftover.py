@@ -49,38 +49,6 @@ class AwsVpcCniLeftover(Rule):
         ),
     )
     references = ("https://docs.cilium.io/en/stable/installation/cni-chaining-aws-cni/",)
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: aws-node, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: aws-node}}
-  template:
-    metadata: {labels: {k8s-app: aws-node}}
-    spec:
-      containers: [{name: aws-node, image: "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2"}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.19.1"}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         daemonset = snapshot.get(kinds.DAEMONSET, NAMESPACE, NAME)

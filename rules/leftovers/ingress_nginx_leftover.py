@@ -73,40 +73,6 @@ class IngressNginxLeftover(Rule):
         "https://kubernetes.github.io/ingress-nginx/deploy/",
         "https://gateway-api.sigs.k8s.io/guides/migrating-from-ingress/",
     )
-    example_fail = """\
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {name: nginx}
-spec: {controller: k8s.io/ingress-nginx}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ingress-nginx-controller
-  namespace: ingress-nginx
-  labels: {app.kubernetes.io/name: ingress-nginx, app.kubernetes.io/component: controller}
-spec:
-  selector: {matchLabels: {app.kubernetes.io/name: ingress-nginx}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: ingress-nginx}}
-    spec:
-      containers: [{name: controller, image: "registry.k8s.io/ingress-nginx/controller:v1.12.1"}]
-"""
-    example_pass = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cilium}
-spec: {controllerName: io.cilium/gateway-controller}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: "nginx:1.27"}]}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         namespace = snapshot.get(kinds.NAMESPACE, None, NAMESPACE)

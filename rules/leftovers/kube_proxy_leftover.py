@@ -75,38 +75,6 @@ class KubeProxyLeftover(Rule):
             "cilium/cilium PRs #26577, #31286",
         ),
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: kube-proxy, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: kube-proxy}}
-  template:
-    metadata: {labels: {k8s-app: kube-proxy}}
-    spec:
-      containers: [{name: kube-proxy, image: registry.k8s.io/kube-proxy:v1.32.3}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data: {kube-proxy-replacement: "true"}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec:
-      containers: [{name: cilium-agent, image: quay.io/cilium/cilium:v1.19.1}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         present: list[tuple[K8sObject, Severity | None, str]] = []

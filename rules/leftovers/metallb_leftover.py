@@ -92,30 +92,6 @@ class MetallbLeftover(Rule):
         "https://docs.cilium.io/en/stable/network/l2-announcements/",
         "https://docs.cilium.io/en/stable/network/lb-ipam/",
     )
-    example_fail = """\
-apiVersion: metallb.io/v1beta1
-kind: IPAddressPool
-metadata: {name: default, namespace: metallb-system}
-spec:
-  addresses: [192.168.1.150-192.168.1.200]
----
-apiVersion: metallb.io/v1beta1
-kind: L2Advertisement
-metadata: {name: default, namespace: metallb-system}
-spec:
-  ipAddressPools: [default]
-"""
-    example_pass = """\
-apiVersion: cilium.io/v2
-kind: CiliumLoadBalancerIPPool
-metadata: {name: default-pool}
-spec:
-  blocks: [{start: 192.168.1.150, stop: 192.168.1.200}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: web}
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         for obj in snapshot.objects:

@@ -59,42 +59,6 @@ class GhsaHostFirewallBypass(Rule):
         "https://github.com/advisories/GHSA-5r23-prx4-mqg3",
         "https://github.com/cilium/cilium/pull/42892",
     )
-    example_fail = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data:
-  enable-host-firewall: "true"
-  routing-mode: native
-  enable-wireguard: "true"
-  encrypt-node: "true"
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.18.4"}]
-"""
-    example_pass = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cilium-config, namespace: kube-system}
-data:
-  enable-host-firewall: "true"
-  routing-mode: native
-  enable-wireguard: "true"
-  encrypt-node: "true"
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  template:
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.18.6"}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "whether GHSA-5r23-prx4-mqg3 applies is unknown"

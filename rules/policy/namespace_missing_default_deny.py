@@ -118,40 +118,6 @@ class NamespaceMissingDefaultDeny(Rule):
             "Cilium docs, Using Kubernetes constructs in policy",
         ),
     )
-    example_fail = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx:1.27}]}
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: allow-web, namespace: shop}
-spec:
-  podSelector: {matchLabels: {app: web}}
-  ingress: [{ports: [{port: 80}]}]
-"""
-    example_pass = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx:1.27}]}
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: default-deny-all, namespace: shop}
-spec:
-  podSelector: {}
-  policyTypes: [Ingress, Egress]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         holders = self._namespaces_with_workloads(snapshot, ctx)

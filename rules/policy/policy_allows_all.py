@@ -78,26 +78,6 @@ class PolicyAllowsAll(Rule):
         "https://kubernetes.io/docs/concepts/services-networking/network-policies/#allow-all-ingress-traffic",
         "https://docs.cilium.io/en/stable/security/policy/language/",
     )
-    example_fail = """\
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: allow-all-ingress, namespace: shop}
-spec:
-  podSelector: {}
-  policyTypes: [Ingress]
-  ingress: [{}]
-"""
-    example_pass = """\
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: allow-https-egress, namespace: shop}
-spec:
-  podSelector: {}
-  policyTypes: [Egress]
-  egress:
-    - to: [{ipBlock: {cidr: 0.0.0.0/0}}]
-      ports: [{protocol: TCP, port: 443}]
-"""
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         excluded = ctx.posture.namespace_excluded

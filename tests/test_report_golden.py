@@ -1,0 +1,172 @@
+"""Every report format, byte for byte, on the bundled example inputs (golden files).
+
+The files under tests/fixtures/golden/ were written by the auditor before the
+report layer was refactored (typed `Summary`, baseline field, fleet records,
+`audit diff` rendering in `auditor/report/`); this test holds every later
+version to the same bytes. A deliberate change of a report regenerates them:
+
+    python -m tests.test_report_golden --write
+
+and the diff of the golden files is then part of the review.
+
+Each scenario is one run of the real CLI, from the repository root with
+relative paths (SARIF and the JSON report name files relative to it), with a
+fixed `--as-of` and `SOURCE_DATE_EPOCH` (the Prometheus timestamp), so the
+output depends on nothing but the input. The fleet scenario reads two
+clusters from the project's test API server and one unreachable address; the
+servers' random ports and CAs (hence fingerprints) are replaced by fixed names
+before comparing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import hashlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, CliResult
+
+GOLDEN = ROOT / "tests" / "fixtures" / "golden"
+GOLDEN_REL = GOLDEN.relative_to(ROOT).as_posix()
+AS_OF = ("--as-of", "2026-11-29")
+EPOCH = "1764000000"
+FILE_FORMATS = ("json", "junit", "sarif", "markdown", "prometheus")
+CI_EXCEPTIONS = ("--exceptions", "tests/fixtures/ci/exceptions.yaml")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    args: tuple[str, ...]
+    # Report files written with --FORMAT FILE besides the text report on stdout.
+    formats: tuple[str, ...] = FILE_FORMATS
+    live: bool = False
+
+
+SCENARIOS = (
+    Scenario("drifted", ("tests/fixtures/clusters/drifted.json", *AS_OF)),
+    Scenario("drifted-bench-warning", ("tests/fixtures/clusters/drifted.json", "--posture",
+                                       "tests/fixtures/clusters/bench-posture.yaml", "--fail-on", "warning", *AS_OF)),
+    Scenario("clean", ("tests/fixtures/clusters/clean.json", *AS_OF)),
+    Scenario("ci-main", ("tests/fixtures/ci/main", *CI_EXCEPTIONS, *AS_OF)),
+    Scenario("ci-mr", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, *AS_OF)),
+    Scenario("ci-mr-require-complete",
+             ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "--require-complete", "--fail-on", "info", *AS_OF)),
+    Scenario("ci-mr-baseline",
+             ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "--baseline", f"{GOLDEN_REL}/ci-main/audit.json", *AS_OF)),
+    Scenario("fleet", ("live", *AS_OF, "--max-retries", "0"), live=True),
+)
+DIFFS = (
+    ("diff-main-mr", (f"{GOLDEN_REL}/ci-main/audit.json", f"{GOLDEN_REL}/ci-mr/audit.json")),
+    ("diff-mr-main-warning", (f"{GOLDEN_REL}/ci-mr/audit.json", f"{GOLDEN_REL}/ci-main/audit.json",
+                              "--fail-on", "warning")),
+)
+
+
+def _run(*args: str) -> CliResult:
+    from tests.test_live_fixtures import run
+
+    return run(*args, env={"SOURCE_DATE_EPOCH": EPOCH}, cwd=ROOT)
+
+
+@contextlib.contextmanager
+def _fleet(work: Path) -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
+    """The `--kubeconfig` arguments of a fleet of three, and what to replace in the output."""
+    from tests.kubeapi import KubeconfigContext, write_kubeconfig
+    from tests.test_live_fixtures import TOKEN, serve
+
+    with serve("drifted") as drifted, serve("clean") as clean:
+        contexts = [drifted.context("lab-a"), clean.context("lab-b"),
+                    KubeconfigContext("gone", "https://127.0.0.1:1", drifted.ca_pem, TOKEN)]
+        config = write_kubeconfig(work / "fleet", contexts)
+        # The servers' ports and CAs are new each run, hence their URLs and fingerprints (the CA's hash).
+        yield ("--kubeconfig", str(config), "--all-contexts"), {
+            drifted.url: "https://lab-a.test", clean.url: "https://lab-b.test",
+            _fingerprint(drifted.ca_pem): "aaaaaaaaaaaa", _fingerprint(clean.ca_pem): "bbbbbbbbbbbb",
+        }
+
+
+def _fingerprint(ca_pem: bytes) -> str:
+    return hashlib.sha256(ca_pem).hexdigest()[:12]  # auditor.sources.live.target.fingerprint
+
+
+def render_scenario(scenario: Scenario, work: Path) -> dict[str, str]:
+    """`{file name: text}` of every output of `scenario`: the reports and the exit code."""
+    work.mkdir(parents=True, exist_ok=True)
+    files = {name: work / f"audit.{name}" for name in scenario.formats}
+    file_args = [arg for name, path in files.items() for arg in (f"--{name}", str(path))]
+    with contextlib.ExitStack() as stack:
+        replace: dict[str, str] = {}
+        args = scenario.args
+        if scenario.live:
+            fleet_args, replace = stack.enter_context(_fleet(work))
+            args = (*args, *fleet_args)
+        result = _run(*args, *file_args)
+    assert result.code in (0, 1, 3), result.stderr
+    outputs = {"audit.text": result.stdout, "exit-code": f"{result.code}\n"}
+    outputs.update({path.name: path.read_text(encoding="utf-8") for path in files.values()})
+    for text_from, text_to in replace.items():
+        outputs = {name: text.replace(text_from, text_to) for name, text in outputs.items()}
+    return outputs
+
+
+def render_diff(args: tuple[str, ...]) -> dict[str, str]:
+    text = _run("diff", *args)
+    as_json = _run("diff", *args, "--format", "json")
+    assert text.code in (0, 1) and as_json.code == text.code, text.stderr + as_json.stderr
+    return {"diff.text": text.stdout, "diff.json": as_json.stdout, "exit-code": f"{text.code}\n"}
+
+
+def _compare(folder: Path, outputs: dict[str, str]) -> None:
+    assert folder.is_dir(), f"no golden files in {folder}: python -m tests.test_report_golden --write"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(outputs)
+    for name, text in outputs.items():
+        golden = (folder / name).read_text(encoding="utf-8")
+        if golden != text:
+            delta = "".join(list(difflib.unified_diff(golden.splitlines(True), text.splitlines(True),
+                                                      f"golden/{folder.name}/{name}", "now", n=2))[:60])
+            pytest.fail(f"{folder.name}/{name} differs from the golden file:\n{delta}")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_reports_are_byte_identical_to_the_golden_files(scenario: Scenario, tmp_path: Path) -> None:
+    _compare(GOLDEN / scenario.name, render_scenario(scenario, tmp_path))
+
+
+@pytest.mark.parametrize("name, args", DIFFS, ids=[name for name, _ in DIFFS])
+def test_audit_diff_is_byte_identical_to_the_golden_files(name: str, args: tuple[str, ...]) -> None:
+    _compare(GOLDEN / name, render_diff(args))
+
+
+def _write_all() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as temporary:
+        for scenario in SCENARIOS:  # in order: ci-mr-baseline reads ci-main's golden JSON report
+            _write(GOLDEN / scenario.name, render_scenario(scenario, Path(temporary) / scenario.name))
+    for name, args in DIFFS:
+        _write(GOLDEN / name, render_diff(args))
+
+
+def _write(folder: Path, outputs: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.iterdir():
+        stale.unlink()
+    for name, text in outputs.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    print(f"wrote {folder.relative_to(ROOT)}: {', '.join(sorted(outputs))}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Regenerate the golden report files.")
+    parser.add_argument("--write", action="store_true", required=True)
+    parser.parse_args()
+    _write_all()
+    sys.exit(0)
