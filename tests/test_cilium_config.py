@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cilium import config as cilium_config
+from auditor.cilium import helm_values, keys
 from auditor.errors import InputError
 from auditor.snapshot import Snapshot
 from auditor.sources.files import read_paths
@@ -28,10 +29,10 @@ def _snapshot(tmp_path: Path, text: str, name: str = "input.yaml") -> Snapshot:
     return read_paths([str(path)])
 
 
-def _values_file(tmp_path: Path, text: str, name: str = "values.yaml") -> cilium_config.HelmValues:
+def _values_file(tmp_path: Path, text: str, name: str = "values.yaml") -> helm_values.HelmValues:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return cilium_config.read_values_file(str(path))
+    return helm_values.read_values_file(str(path))
 
 
 def _settings(config: cilium_config.CiliumConfig) -> dict[str, str]:
@@ -104,17 +105,18 @@ def test_plain_values_file_maps_to_cilium_config_keys(tmp_path: Path) -> None:
     assert qps is not None and qps.source is not None
     assert qps.source.line == 4 and qps.origin.endswith("values.yaml:4")
     assert qps.origin.startswith("k8sClientRateLimit.qps in Helm values file ")
-    assert qps.ref is not None and qps.ref.kind == cilium_config.VALUES_FILE_KIND
+    assert qps.ref is not None and qps.ref.kind == keys.VALUES_FILE_KIND
     assert config.origins == [f"Helm values file {tmp_path / 'values.yaml'}"]
 
 
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ("encryption: {enabled: true, type: ipsec}", {}),
+        ("encryption: {enabled: true, type: ipsec}", {"enable-ipsec": "true"}),
+        ("encryption: {enabled: false, type: ipsec}", {}),
         ("encryption: {enabled: false, type: wireguard, nodeEncryption: true}", {}),
         ("encryption: {enabled: true}", {}),
-        ("encryption: {enabled: true, type: '${ENC}'}", {"enable-wireguard": "${ENC}"}),
+        ("encryption: {enabled: true, type: '${ENC}'}", {"enable-wireguard": "${ENC}", "enable-ipsec": "${ENC}"}),
         ("ipam: {mode: kubernetes, operator: {clusterPoolIPv4PodCIDRList: [10.0.0.0/8]}}", {"ipam": "kubernetes"}),
         ("ipam: {operator: {clusterPoolIPv4PodCIDRList: 10.0.0.0/8}}", {"cluster-pool-ipv4-cidr": "10.0.0.0/8"}),
         ("k8sClientRateLimit: {qps: 0, burst: null}", {}),
@@ -139,7 +141,7 @@ def test_substitutions_are_kept_and_not_concrete(tmp_path: Path) -> None:
     )
     setting = config.get("enable-l2-announcements")
     assert setting is not None and setting.value == "${L2_ENABLED:=true}" and not setting.concrete
-    assert config.flag("enable-l2-announcements") is None
+    assert config.concrete_value("enable-l2-announcements") is None
     assert config.value("enable-l2-announcements") == "${L2_ENABLED:=true}"
     assert config.concrete_value("enable-l2-announcements") is None
 
@@ -367,7 +369,7 @@ spec:
     assert config.value("routing-mode") == "native"  # values file over HelmRelease
     assert config.value("enable-bgp-control-plane") == "true"  # only the HelmRelease sets it
     kinds = [s.ref.kind for s in config.candidates["kube-proxy-replacement"]]
-    assert kinds == ["ConfigMap", cilium_config.VALUES_FILE_KIND, "HelmRelease"]
+    assert kinds == ["ConfigMap", keys.VALUES_FILE_KIND, "HelmRelease"]
     assert [s.value for s in config.shadowed("kube-proxy-replacement")] == ["false", "false"]
     assert config.shadowed("enable-bgp-control-plane") == []
     assert [origin.split(" ")[0] for origin in config.origins] == ["ConfigMap", "Helm", "HelmRelease"]
@@ -467,17 +469,17 @@ def test_malformed_values_file_is_one_line_exit_2(tmp_path: Path, text: str, exp
 
 def test_unreadable_values_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read Cilium values file"):
-        cilium_config.read_values_file(str(tmp_path / "missing.yaml"))
+        helm_values.read_values_file(str(tmp_path / "missing.yaml"))
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"a: \x00\x01")
     with pytest.raises(InputError, match="binary"):
-        cilium_config.read_values_file(str(binary))
+        helm_values.read_values_file(str(binary))
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"a: 1\nb: caf\xe9\n")
     with pytest.raises(InputError, match=r"latin\.yaml:2: Cilium values file is not valid UTF-8"):
-        cilium_config.read_values_file(str(latin))
+        helm_values.read_values_file(str(latin))
     with pytest.raises(InputError, match="Cilium values file"):
-        cilium_config.read_values_file(str(tmp_path))  # a folder
+        helm_values.read_values_file(str(tmp_path))  # a folder
     result = run_cli(str(binary), "--cilium-values", str(tmp_path / "missing.yaml"))
     assert result.code == 2 and len(result.stderr.strip().splitlines()) == 1
 
@@ -568,7 +570,7 @@ def test_corpus_helmrelease_of_another_chart_is_ignored(corpus: Path) -> None:
 
 def test_corpus_plain_values_file(corpus: Path) -> None:
     path = _homelab(corpus, "bjw-s-labs__home-ops/kubernetes__apps__kube-system__cilium__app__values.yaml")
-    values = cilium_config.read_values_file(str(path))
+    values = helm_values.read_values_file(str(path))
     config = cilium_config.resolve(Snapshot.build([]), [values])
     assert _settings(config) == {
         "kube-proxy-replacement": "true",

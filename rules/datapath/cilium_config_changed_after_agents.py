@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import CONFIG_MAP_NAME, DEFAULT_NAMESPACE
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    cilium_keys,
+    kinds,
+)
+
+CONFIG_MAP_NAME = cilium_keys.CONFIG_MAP_NAME
 
 AGENT_LABEL = ("k8s-app", "cilium")
 DATA_FIELDS = ("f:data", "f:binaryData")
@@ -27,15 +39,6 @@ def _timestamp(value: object) -> dt.datetime | None:
     else:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
-
-
-def _config_map(snapshot: Snapshot, ctx: RuleContext) -> K8sObject | None:
-    found = getattr(ctx.cilium, "config_map", None)
-    if isinstance(found, K8sObject) and found.gk == kinds.CONFIGMAP:
-        return found
-    candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == CONFIG_MAP_NAME]
-    candidates.sort(key=lambda cm: (cm.namespace != DEFAULT_NAMESPACE, cm.namespace or ""))
-    return candidates[0] if candidates else None
 
 
 def _last_data_change(config_map: K8sObject) -> tuple[dt.datetime, str] | None:
@@ -147,7 +150,7 @@ items:
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        config_map = _config_map(snapshot, ctx)
+        config_map = ctx.cilium_config_map
         if config_map is None:
             raise NotRun(f"no {CONFIG_MAP_NAME} ConfigMap in the input")
         if not snapshot.read_from_cluster(config_map):

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, anchor, concrete, config_finding, require_settings
+from auditor.api import CILIUM_CONFIGURATION, Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys
 
-KEY = "kube-proxy-replacement"
+KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
 
 
 def _others(ctx: RuleContext) -> str:
-    shadowed = ctx.cilium.shadowed(KEY)
+    shadowed = ctx.shadowed_settings(KEY)
     if not shadowed:
         return ""
     return "; lower-precedence sources say " + ", ".join(f"{s.value!r} ({s.origin})" for s in shadowed)
@@ -39,7 +36,8 @@ class KprNotEnabled(Rule):
         "Set Helm kubeProxyReplacement=true (cilium-config kube-proxy-replacement: \"true\") together "
         "with k8sServiceHost/k8sServicePort, roll the agents, then remove kube-proxy."
     )
-    requires = (CONFIG_KINDS,)
+    requires = (CILIUM_CONFIGURATION,)
+    cilium_settings = (KEY,)
     facts = (
         Fact(
             "kube-proxy-replacement accepts only \"true\" or \"false\" (strict/partial/disabled removed)",
@@ -70,14 +68,13 @@ data: {kube-proxy-replacement: "true"}
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        require_settings(ctx, "cannot tell whether Cilium replaces kube-proxy")
-        setting = concrete(ctx, KEY, "cannot tell whether Cilium replaces kube-proxy")
-        ctx.examined(anchor(ctx, setting)[0])
-        value = setting.value.strip().lower() if setting is not None else None
-        if value == "true" or (value is not None and value != "false"):
+        setting = ctx.setting(KEY, unknown_because="cannot tell whether Cilium replaces kube-proxy")
+        ctx.examined(ctx.configuration_anchor(setting)[0])
+        if setting is not None and setting.as_choice() != "false":
             return  # on, or a value kpr-removed-value reports
         if setting is None:
-            message = f"{KEY} is not set in {ctx.cilium.describe_sources()}: Cilium's default is false, kube-proxy is not replaced"
+            message = (f"{KEY} is not set in {ctx.describe_configuration()}: Cilium's default is false, "
+                       "kube-proxy is not replaced")
         else:
             message = f"{KEY}=false (from {setting.origin}): kube-proxy is not replaced"
-        yield config_finding(ctx, setting, message + _others(ctx))
+        yield ctx.configuration_finding(message + _others(ctx), setting)

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor.model import Finding, ObjectRef, Severity, Source
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, anchor, flag, require_settings, target_version
+from auditor.api import (
+    CILIUM_CONFIGURATION,
+    Fact,
+    Finding,
+    ObjectRef,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    Source,
+    Version,
+    cilium_keys,
+)
 
-KPR_KEY = "kube-proxy-replacement"
-FLAGS = ("enable-node-port", "enable-host-port", "enable-external-ips")
+KPR_KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
+FLAGS = (cilium_keys.ENABLE_NODE_PORT, cilium_keys.ENABLE_HOST_PORT, cilium_keys.ENABLE_EXTERNAL_IPS)
 DEPRECATED = (1, 18)
 REMOVED = (1, 19)
 # Removal in 1.19 is confirmed for enable-node-port only (docs/cilium-facts.md §4.2, C3).
@@ -39,7 +48,9 @@ class KprRemovedFlags(Rule):
         "Delete enable-node-port, enable-host-port and enable-external-ips from cilium-config (Helm: "
         "nodePort.enabled, hostPort.enabled, externalIPs.enabled) and rely on kubeProxyReplacement=true."
     )
-    requires = (CONFIG_KINDS,)
+    requires = (CILIUM_CONFIGURATION,)
+    cilium_settings = (KPR_KEY, *FLAGS, cilium_keys.AGENT_VERSION)
+    posture_fields = ("expected.ciliumVersionLine",)
     facts = (
         Fact(
             "enable-node-port, enable-host-port, enable-external-ips deprecated; always on with kube-proxy-replacement=true",
@@ -76,28 +87,35 @@ data:
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        require_settings(ctx, "cannot read the kube-proxy replacement switches")
-        version, version_why = target_version(ctx)
-        ctx.examined(anchor(ctx)[0])
+        what = "cannot read the kube-proxy replacement switches"
+        ctx.require_settings(unknown_because=what)
+        version, version_why = ctx.target_cilium_version()
+        ctx.examined(ctx.configuration_anchor()[0])
         if version[:2] < DEPRECATED:
             return
-        if version[:2] < REMOVED and not flag(ctx, KPR_KEY, "cannot tell whether the switches are redundant"):
+        if version[:2] < REMOVED and not ctx.setting_enabled(
+            KPR_KEY, unknown_because="cannot tell whether the switches are redundant"
+        ):
             return  # 1.18 without full replacement: the switches still mean something
         by_source: dict[tuple[ObjectRef, Source | None], list[str]] = {}
         for key in FLAGS:
-            for setting in ctx.cilium.candidates.get(key, []):
-                ref, source = anchor(ctx, setting)
-                ctx.examined(ref)
-                if version[:2] >= REMOVED and key in CONFIRMED_REMOVED:
-                    state = "removed in Cilium 1.19"
-                elif version[:2] >= REMOVED:
-                    state = "deprecated since 1.18, removal planned for 1.19"
-                else:
-                    state = "deprecated since 1.18, always on with kube-proxy-replacement=true"
-                by_source.setdefault((ref, source), []).append(f"{key}={setting.value!r} ({setting.origin}; {state})")
+            for setting in ctx.setting_sources(key):
+                where = ctx.configuration_anchor(setting)
+                ctx.examined(where[0])
+                by_source.setdefault(where, []).append(
+                    f"{key}={setting.value!r} ({setting.origin}; {_state(key, version)})"
+                )
         for (ref, source), parts in by_source.items():
             yield Finding(
                 object=ref,
                 source=source,
                 message=f"stale kube-proxy replacement switches for {version_why}: {'; '.join(parts)}",
             )
+
+
+def _state(key: str, version: Version) -> str:
+    if version[:2] >= REMOVED and key in CONFIRMED_REMOVED:
+        return "removed in Cilium 1.19"
+    if version[:2] >= REMOVED:
+        return "deprecated since 1.18, removal planned for 1.19"
+    return "deprecated since 1.18, always on with kube-proxy-replacement=true"

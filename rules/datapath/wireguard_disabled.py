@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import (
-    CONFIG_KINDS,
-    SOURCE_KINDS,
-    concrete,
-    config_finding,
-    describe,
-    require_settings,
-)
+from auditor.api import CILIUM_CONFIGURATION, Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys
 
-KEY = "enable-wireguard"
-IPSEC_KEY = "enable-ipsec"
+KEY = cilium_keys.ENABLE_WIREGUARD
+IPSEC_KEY = cilium_keys.ENABLE_IPSEC
 
 
 class WireguardDisabled(Rule):
@@ -37,8 +27,8 @@ class WireguardDisabled(Rule):
         "Set encryption.enabled=true and encryption.type=wireguard in the Cilium Helm values, "
         "roll out the agents, and check `cilium-dbg encrypt status` on a node."
     )
-    requires = (CONFIG_KINDS,)
-    uses = SOURCE_KINDS
+    requires = (CILIUM_CONFIGURATION,)
+    cilium_settings = (KEY, IPSEC_KEY)
     facts = (
         Fact(
             "Helm encryption.enabled=true + encryption.type=wireguard renders enable-wireguard: \"true\"; "
@@ -62,14 +52,12 @@ data: {kube-proxy-replacement: "true", enable-wireguard: "true"}
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        what = f"whether WireGuard encryption is on ({KEY}) is unknown"
-        require_settings(ctx, what)
-        setting = concrete(ctx, KEY, what)
-        finding = config_finding(ctx, setting, "")
-        ctx.examined(finding.object)
-        if setting is not None and setting.value.strip().lower() == "true":
+        setting = ctx.setting(KEY, unknown_because=f"whether WireGuard encryption is on ({KEY}) is unknown")
+        ctx.examined(ctx.configuration_anchor(setting)[0])
+        if setting is not None and setting.as_bool():
             return
-        message = f"WireGuard encryption is off: {describe(setting, KEY, 'false')}"
-        if ctx.cilium.flag(IPSEC_KEY) is True:
+        message = f"WireGuard encryption is off: {ctx.describe_setting(KEY, 'false')}"
+        ipsec = ctx.concrete_setting(IPSEC_KEY)
+        if ipsec is not None and ipsec.as_bool():
             message += f"; {IPSEC_KEY}=true: IPsec is used instead"
-        yield config_finding(ctx, setting, message)
+        yield ctx.configuration_finding(message, setting)

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 from auditor_rules.exposure._services import exposed_ports, service_type
 
 NAME = "hubble-ui"
@@ -65,7 +75,7 @@ class HubbleUiExposed(Rule):
         "hubble-ui (hubble.ui.ingress.enabled=false), and reach it with kubectl port-forward "
         "or `cilium hubble ui`."
     )
-    requires = ((kinds.SERVICE, kinds.HTTP_ROUTE, kinds.INGRESS),)
+    requires = (AnyOf(kinds.SERVICE, kinds.HTTP_ROUTE, kinds.INGRESS, name="Services, HTTPRoutes or Ingresses"),)
     facts = (
         Fact(
             "The chart's Hubble UI Service is hubble-ui (labels k8s-app: hubble-ui, "
@@ -102,7 +112,7 @@ spec:
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        hubble = {}
+        hubble: dict[tuple[str | None, str], K8sObject] = {}
         for service in snapshot.of_kind(kinds.SERVICE):
             if not _is_hubble_ui(service):
                 continue

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.exposure._services import exposed_ports, service_type
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import selector_matches
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    kinds,
+    selector_matches,
+)
 from auditor_rules.exposure._services import exposed_ports, selector_labels
 
 

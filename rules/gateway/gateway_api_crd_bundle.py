@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import version_line
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    kinds,
+    version_line,
+)
 from auditor_rules.gateway._gateway_api import GATEWAY_API_GROUP, bundle_version
 
 BUNDLE_ANNOTATION = "gateway.networking.k8s.io/bundle-version"
@@ -28,9 +37,9 @@ def _is_gateway_api_crd(crd: K8sObject) -> bool:
 
 def _served_versions(crd: K8sObject) -> list[str]:
     return [
-        as_mapping(v).get("name")
+        name
         for v in as_list(crd.spec.get("versions"))
-        if as_mapping(v).get("served") is True and isinstance(as_mapping(v).get("name"), str)
+        if as_mapping(v).get("served") is True and isinstance(name := as_mapping(v).get("name"), str)
     ]
 
 
@@ -62,6 +71,7 @@ class GatewayApiCrdBundle(Rule):
         "update the posture."
     )
     requires = (kinds.CRD,)
+    posture_fields = ("expected.gatewayApiBundleVersion", "expected.ciliumVersionLine")
     facts = (
         Fact("Cilium 1.19 targets Gateway API v1.4.0.", "Cilium 1.19", "https://github.com/cilium/cilium/pull/41936"),
         Fact(
@@ -109,7 +119,7 @@ spec:
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         crds = [crd for crd in snapshot.of_kind(kinds.CRD) if _is_gateway_api_crd(crd)]
         if not crds:
-            if snapshot.mode == "offline":
+            if not snapshot.mode.from_cluster:
                 raise NotRun(
                     f"the input holds no Gateway API CRDs ({GATEWAY_API_GROUP}); they are usually installed "
                     "apart from the platform manifests"

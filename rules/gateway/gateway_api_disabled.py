@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS, concrete, describe, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.gateway._gateway_api import ENABLE_KEY, class_name, served_by_cilium
 
 
@@ -31,7 +27,8 @@ class GatewayApiDisabled(Rule):
         "CRDs installed first) and restart the operator and agents, or remove the Gateways."
     )
     requires = (kinds.GATEWAY,)
-    uses = (kinds.GATEWAY_CLASS, *SOURCE_KINDS)
+    uses = (kinds.GATEWAY_CLASS,)
+    cilium_settings = (ENABLE_KEY,)
     facts = (
         Fact(
             "Helm gatewayAPI.enabled (default false) renders cilium-config enable-gateway-api and "
@@ -79,10 +76,9 @@ spec:
         if not gateways:
             return
         what = f"{len(gateways)} Gateway(s) meant for Cilium; whether {ENABLE_KEY} is on is unknown"
-        require_settings(ctx, what)
-        setting = concrete(ctx, ENABLE_KEY, what)
-        enabled = setting is not None and setting.value.strip().lower() == "true"
-        why = describe(setting, ENABLE_KEY, "false: Helm gatewayAPI.enabled defaults to false")
+        setting = ctx.setting(ENABLE_KEY, unknown_because=what)
+        enabled = setting is not None and setting.as_bool()
+        why = ctx.describe_setting(ENABLE_KEY, "false: Helm gatewayAPI.enabled defaults to false")
         for gateway in gateways:
             ctx.examined(gateway)
             if not enabled:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.gateway._gateway_api import CILIUM_CONTROLLER, CILIUM_DEFAULT_CLASS, class_controller, class_name
 
 
@@ -76,7 +73,7 @@ spec:
         # Offline input holding some GatewayClasses does not hold every class the
         # cluster has (the Cilium chart renders its own), so a class missing from
         # it is a warning; a live read or snapshot lists them all.
-        listed = snapshot.mode != "offline"
+        listed = snapshot.mode.from_cluster
         for gateway in snapshot.of_kind(kinds.GATEWAY):
             ctx.examined(gateway)
             name = class_name(gateway)

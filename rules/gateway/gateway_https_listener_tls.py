@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import CoverageState, Snapshot
+from auditor.api import (
+    CoverageState,
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_str,
+    is_placeholder,
+    kinds,
+)
 from auditor_rules.gateway._gateway_api import cert_manager_issuer, listener_label, listeners
 
 TERMINATE = "Terminate"
@@ -31,7 +43,7 @@ def _secret_listing_authoritative(snapshot: Snapshot) -> bool:
     create secret`), so the presence of some Secrets says nothing of the others.
     """
     coverage = snapshot.coverage(kinds.SECRET).state
-    return coverage in (CoverageState.LISTED, CoverageState.NOT_SERVED) and snapshot.mode != "offline"
+    return coverage in (CoverageState.LISTED, CoverageState.NOT_SERVED) and snapshot.mode.from_cluster
 
 
 class GatewayHttpsListenerTls(Rule):
@@ -143,7 +155,7 @@ spec:
         yield from findings
 
     @staticmethod
-    def _listener_problem(listener: dict) -> tuple[str | None, list[dict]]:
+    def _listener_problem(listener: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
         tls = listener.get("tls")
         if not isinstance(tls, dict):
             return "no tls block: an HTTPS listener must terminate TLS (tls.mode Terminate with certificateRefs)", []
@@ -159,8 +171,8 @@ spec:
     def _missing_secret(
         snapshot: Snapshot,
         gateway: K8sObject,
-        listener: dict,
-        ref: dict,
+        listener: dict[str, Any],
+        ref: dict[str, Any],
         issuer: str | None,
         issued: set[tuple[str | None, str]],
         authoritative: bool,
@@ -190,7 +202,7 @@ spec:
             text = f"Secret {where} is not present and {issuer} will not create it ({'; '.join(skipped)})"
         else:
             text = f"Secret {where} is not present and no cert-manager annotation or Certificate creates it"
-        if "${" in name:
+        if is_placeholder(name):
             # A Flux substitution: the real name is not in the input.
             return f"Secret name {where} is a substitution the input does not resolve", False
         return text, authoritative

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS
-from auditor_rules._components import parse_version
-from auditor_rules.gateway._gateway_api import HOST_NETWORK_ADDRESS_FIX, conditions, host_network_mode, served_by_cilium
+from auditor.api import (
+    Fact,
+    Finding,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_str,
+    cilium_keys,
+    conditions,
+    kinds,
+)
+from auditor_rules.gateway._gateway_api import (
+    HOST_NETWORK_ADDRESS_FIX,
+    HOST_NETWORK_KEY,
+    host_network_mode,
+    served_by_cilium,
+)
 
 PROGRAMMED = "Programmed"
 # The reason Cilium's operator sets while it waits for an address; in
@@ -47,7 +59,9 @@ class GatewayNotProgrammed(Rule):
         "the #42786 fix."
     )
     requires = (kinds.GATEWAY,)
-    uses = (kinds.GATEWAY_CLASS, *SOURCE_KINDS)
+    uses = (kinds.GATEWAY_CLASS,)
+    cilium_settings = (HOST_NETWORK_KEY, cilium_keys.AGENT_VERSION)
+    posture_fields = ("exposure.gatewayHostNetwork",)
     facts = (
         Fact(
             "In hostNetwork mode Cilium's Gateway stays Programmed=False (AddressNotAssigned, \"Gateway "
@@ -113,16 +127,16 @@ items:
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         everything = snapshot.of_kind(kinds.GATEWAY)
-        from_cluster = snapshot.mode in ("live", "snapshot")
-        gateways = [g for g in everything if from_cluster or isinstance(g.status.get("conditions"), list)]
+        gateways = [g for g in everything if snapshot.read_from_cluster(g)]
         if everything and not gateways:
             raise NotRun(
                 f"{len(everything)} Gateway(s) in offline manifests, none with status.conditions: audit a live "
                 "cluster, a snapshot or a kubectl dump to read the Programmed condition"
             )
         host_network, host_network_why = host_network_mode(ctx)
-        version_text = ctx.cilium.concrete_value("agent-version")
-        version = parse_version(version_text)
+        agent_version = ctx.agent_version()
+        version_text = agent_version.value if agent_version is not None else None
+        version = agent_version.as_version() if agent_version is not None else None
         fixed = version is not None and version >= HOST_NETWORK_ADDRESS_FIX
         for gateway in gateways:
             ctx.examined(gateway)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import flag
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.exposure._services import handled_by_cilium_l2, l2_policy_selects, service_type
 
-L2_KEY = "enable-l2-announcements"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
 
 
 class EtpLocalUnderL2(Rule):
@@ -33,7 +29,8 @@ class EtpLocalUnderL2(Rule):
         "through BGP instead of L2."
     )
     requires = (kinds.SERVICE,)
-    uses = (kinds.CONFIGMAP, kinds.L2_ANNOUNCEMENT_POLICY)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY,)
+    cilium_settings = (L2_KEY,)
     references = (
         "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         "https://docs.cilium.io/en/stable/network/l2-announcements/#service-selector",
@@ -99,11 +96,13 @@ spec:
         local = [s for s in candidates if s.spec.get("externalTrafficPolicy") == "Local"]
         if not local:
             return
-        setting = ctx.cilium.get(L2_KEY)
-        if ctx.cilium.settings_known:
+        setting = ctx.concrete_setting(L2_KEY)
+        if ctx.settings_known:
             # cilium-config decides: absent, the key defaults to off, and with
             # L2 off the policies are inert (nothing is announced).
-            l2_enabled = flag(ctx, L2_KEY, f"{len(local)} LoadBalancer Service(s) use externalTrafficPolicy Local")
+            l2_enabled = ctx.setting_enabled(
+                L2_KEY, unknown_because=f"{len(local)} LoadBalancer Service(s) use externalTrafficPolicy Local"
+            )
             if not l2_enabled:
                 return
         else:

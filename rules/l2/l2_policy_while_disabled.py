@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-L2_KEY = "enable-l2-announcements"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
 
 
 class L2PolicyWhileDisabled(Rule):
@@ -32,7 +28,7 @@ class L2PolicyWhileDisabled(Rule):
         "replacement on) or delete the unused CiliumL2AnnouncementPolicy."
     )
     requires = (kinds.L2_ANNOUNCEMENT_POLICY,)
-    uses = CONFIG_KINDS
+    cilium_settings = (L2_KEY,)
     facts = (
         Fact(
             "L2 announcements need cilium-config enable-l2-announcements=true (Helm l2announcements.enabled, default false)",
@@ -69,16 +65,15 @@ spec: {loadBalancerIPs: true}
         if not policies:
             return
         what = f"{len(policies)} CiliumL2AnnouncementPolicy object(s) present, but cannot tell whether L2 announcements are on"
-        require_settings(ctx, what)
-        setting = concrete(ctx, L2_KEY, what)
-        enabled = setting is not None and setting.value.strip().lower() == "true"
+        setting = ctx.setting(L2_KEY, unknown_because=what)
+        enabled = setting is not None and setting.as_bool()
         for policy in policies:
             ctx.examined(policy)
         if enabled:
             return
         why = (
             f"{L2_KEY}={setting.value} (from {setting.origin})" if setting is not None
-            else f"{L2_KEY} is not set in {ctx.cilium.describe_sources()} (default off)"
+            else f"{L2_KEY} is not set in {ctx.describe_configuration()} (default off)"
         )
         for policy in policies:
             yield self.finding(policy, f"L2 announcements are off ({why}): this policy announces nothing")

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, as_list, as_mapping, kinds
 
 GROUP = "cilium.io"
 KNOWN_VERSIONS = ("v2alpha1",)  # the only version in Cilium 1.19 (docs/cilium-facts.md §2.1)
@@ -22,8 +19,8 @@ def served_versions(snapshot: Snapshot) -> tuple[list[str], str]:
     crd = snapshot.get(kinds.CRD, None, CRD_NAME)
     if crd is not None:
         served = [
-            as_mapping(v).get("name") for v in as_list(crd.spec.get("versions"))
-            if as_mapping(v).get("served") is True and isinstance(as_mapping(v).get("name"), str)
+            name for v in as_list(crd.spec.get("versions"))
+            if as_mapping(v).get("served") is True and isinstance(name := as_mapping(v).get("name"), str)
         ]
         if served:
             return served, f"served per CustomResourceDefinition {CRD_NAME}"

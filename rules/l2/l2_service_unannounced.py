@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, flag, require_settings
-from auditor_rules.lbipam._pools import BGP_ADVERTISEMENT, DEFAULT_LB_IPAM_KEY, lb_ipam_handles
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.exposure._services import (
     bgp_lb_selectors,
     handled_by_cilium_bgp,
@@ -18,9 +13,11 @@ from auditor_rules.exposure._services import (
     load_balancer_class,
     selector_labels,
 )
+from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, lb_ipam_handles
 
-L2_KEY = "enable-l2-announcements"
-BGP_KEY = "enable-bgp-control-plane"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
+BGP_KEY = cilium_keys.ENABLE_BGP_CONTROL_PLANE
+BGP_ADVERTISEMENT = kinds.BGP_ADVERTISEMENT
 
 
 class L2ServiceUnannounced(Rule):
@@ -47,7 +44,8 @@ class L2ServiceUnannounced(Rule):
         "ClusterIP if it should not be reachable."
     )
     requires = (kinds.SERVICE,)
-    uses = (kinds.L2_ANNOUNCEMENT_POLICY, BGP_ADVERTISEMENT, *CONFIG_KINDS)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY, BGP_ADVERTISEMENT)
+    cilium_settings = (L2_KEY, BGP_KEY, DEFAULT_LB_IPAM_KEY)
     facts = (
         Fact(
             "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching serviceSelector "
@@ -106,12 +104,11 @@ spec: {type: LoadBalancer, ports: [{port: 25}]}
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "cannot tell how LoadBalancer IPs are announced"
-        require_settings(ctx, what)
-        l2_on = flag(ctx, L2_KEY, what)
-        bgp_on = flag(ctx, BGP_KEY, what)
+        l2_on = ctx.setting_enabled(L2_KEY, unknown_because=what)
+        bgp_on = ctx.setting_enabled(BGP_KEY, unknown_because=what)
         if not (l2_on or bgp_on):
             return  # neither L2 nor BGP: no announcement mechanism to judge
-        default_ipam = concrete(ctx, DEFAULT_LB_IPAM_KEY, what)
+        default_ipam = ctx.setting(DEFAULT_LB_IPAM_KEY, unknown_because=what)
         services = [
             s for s in snapshot.of_kind(kinds.SERVICE)
             if lb_ipam_handles(s, default_ipam.value if default_ipam else None)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import AnyOf, Fact, Finding, Rule, RuleContext, Severity, Snapshot, as_mapping, kinds
 from auditor_rules.lbipam._pools import (
     IPS_ANNOTATION,
     LEGACY_IPS_ANNOTATION,
@@ -36,7 +33,7 @@ class LbIpamLegacyAnnotation(Rule):
         "Rename the annotation to lbipam.cilium.io/ips (or lbipam.cilium.io/sharing-key); on a "
         "Gateway, request the address with spec.addresses instead."
     )
-    requires = ((kinds.SERVICE, kinds.GATEWAY),)
+    requires = (AnyOf(kinds.SERVICE, kinds.GATEWAY, name="Services or Gateways"),)
     facts = (
         Fact(
             "lbipam.cilium.io/* is the new prefix; LB-IPAM reads both spellings; no formal deprecation for Services",

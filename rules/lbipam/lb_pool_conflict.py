@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules.lbipam._pools import POOL_CONFLICT, conditions
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, as_str, conditions, kinds
+from auditor_rules.lbipam._pools import POOL_CONFLICT
 
 
 class LbPoolConflict(Rule):
@@ -64,8 +61,7 @@ status:
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         pools = snapshot.of_kind(kinds.LB_IP_POOL)
-        from_cluster = snapshot.mode in ("live", "snapshot")
-        judged = [p for p in pools if from_cluster or isinstance(p.status.get("conditions"), list)]
+        judged = [p for p in pools if snapshot.read_from_cluster(p)]
         if pools and not judged:
             raise NotRun(
                 f"{len(pools)} pool(s) in offline manifests, none with status.conditions: the conflict verdict "

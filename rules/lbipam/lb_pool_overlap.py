@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS
+from auditor.api import Fact, Finding, K8sObject, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.lbipam._pools import (
-    POD,
     Range,
     node_pod_cidrs,
     overlapping_pairs,
@@ -19,18 +14,18 @@ from auditor_rules.lbipam._pools import (
     service_cidrs,
 )
 
-CLUSTER_POOL_KEY = "cluster-pool-ipv4-cidr"
-CLUSTER_POOL_V6_KEY = "cluster-pool-ipv6-cidr"
-IPAM_KEY = "ipam"
+CLUSTER_POOL_KEY = cilium_keys.CLUSTER_POOL_IPV4_CIDR
+CLUSTER_POOL_V6_KEY = cilium_keys.CLUSTER_POOL_IPV6_CIDR
+IPAM_KEY = cilium_keys.IPAM
 
 
 def _pod_ranges(snapshot: Snapshot, ctx: RuleContext) -> list[tuple[Range, str]]:
     ranges: list[tuple[Range, str]] = []
-    ipam = ctx.cilium.concrete_value(IPAM_KEY)
-    if ipam in (None, "cluster-pool"):
+    ipam = ctx.concrete_setting(IPAM_KEY)
+    if ipam is None or ipam.value == "cluster-pool":
         for key in (CLUSTER_POOL_KEY, CLUSTER_POOL_V6_KEY):
-            setting = ctx.cilium.get(key)
-            if setting is None or not setting.concrete:
+            setting = ctx.concrete_setting(key)
+            if setting is None:
                 continue
             for part in setting.value.replace(",", " ").split():
                 parsed = parse_cidr(part)
@@ -64,7 +59,8 @@ class LbPoolOverlap(Rule):
         "blocks), then check that no pool reports cilium.io/PoolConflict."
     )
     requires = (kinds.LB_IP_POOL,)
-    uses = (kinds.NODE, POD, *CONFIG_KINDS)
+    uses = (kinds.NODE, kinds.POD)
+    cilium_settings = (IPAM_KEY, CLUSTER_POOL_KEY, CLUSTER_POOL_V6_KEY)
     facts = (
         Fact(
             "Overlapping pools: the last added is marked cilium.io/PoolConflict and stops allocating",

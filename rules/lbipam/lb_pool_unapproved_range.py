@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.lbipam._pools import covered, merge_ranges, parse_range_text, pool_blocks
 
 
@@ -30,6 +27,7 @@ class LbPoolUnapprovedRange(Rule):
         "new range, add it to exposure.approvedLbIpamRanges in the posture file."
     )
     requires = (kinds.LB_IP_POOL,)
+    posture_fields = ("exposure.approvedLbIpamRanges",)
     facts = (
         Fact(
             "Pool ranges are spec.blocks items with cidr, or start and optional stop; spec.cidrs was removed",

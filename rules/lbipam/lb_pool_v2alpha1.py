@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 
 DEPRECATED = "cilium.io/v2alpha1"
 CURRENT = "cilium.io/v2"

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete
-from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, REQUEST_SATISFIED, conditions, lb_ipam_handles
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, as_str, conditions, kinds
 from auditor_rules.exposure._services import ingress_addresses, load_balancer_class, service_type
+from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, REQUEST_SATISFIED, lb_ipam_handles
 
 NODE_IPAM_CLASS = "io.cilium/node"
 
@@ -36,7 +32,7 @@ class LbServiceNoIngressIp(Rule):
         "requested IP); if the Service should not be exposed, change it to ClusterIP."
     )
     requires = (kinds.SERVICE,)
-    uses = CONFIG_KINDS
+    cilium_settings = (DEFAULT_LB_IPAM_KEY,)
     facts = (
         Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
         Fact(
@@ -79,10 +75,8 @@ items:
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        default_ipam = None
-        if ctx.cilium.get(DEFAULT_LB_IPAM_KEY) is not None:
-            setting = concrete(ctx, DEFAULT_LB_IPAM_KEY, "cannot tell which Services LB-IPAM serves")
-            default_ipam = setting.value if setting else None
+        setting = ctx.setting_if_set(DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves")
+        default_ipam = setting.value if setting is not None else None
         services = [
             s for s in snapshot.of_kind(kinds.SERVICE)
             if lb_ipam_handles(s, default_ipam)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS, concrete, describe, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-CHAINING_KEY = "cni-chaining-mode"
+CHAINING_KEY = cilium_keys.CNI_CHAINING_MODE
 AWS_CHAINING = "aws-cni"
 NAMESPACE = "kube-system"
 NAME = "aws-node"
@@ -34,7 +30,7 @@ class AwsVpcCniLeftover(Rule):
         "the nodes), or, if chaining behind it is intended, set cni.chainingMode=aws-cni."
     )
     requires = (kinds.DAEMONSET,)
-    uses = SOURCE_KINDS
+    cilium_settings = (CHAINING_KEY,)
     facts = (
         Fact(
             "cni-chaining-mode (Helm cni.chainingMode) set to aws-cni chains Cilium behind the AWS "
@@ -87,12 +83,11 @@ spec:
         if daemonset is None:
             return
         what = f"DaemonSet {NAMESPACE}/{NAME} is present; chaining ({CHAINING_KEY}) cannot be told from a leftover"
-        require_settings(ctx, what)
-        setting = concrete(ctx, CHAINING_KEY, what)
+        setting = ctx.setting(CHAINING_KEY, unknown_because=what)
         ctx.examined(daemonset)
         if setting is not None and setting.value.strip() == AWS_CHAINING:
             return
         yield self.finding(
             daemonset,
-            f"AWS VPC CNI runs beside Cilium without chaining: {describe(setting, CHAINING_KEY, 'none')}",
+            f"AWS VPC CNI runs beside Cilium without chaining: {ctx.describe_setting(CHAINING_KEY, 'none')}",
         )

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 
 CONTROLLER = "k8s.io/ingress-nginx"
 NAMESPACE = "ingress-nginx"
@@ -53,7 +63,8 @@ class IngressNginxLeftover(Rule):
         "ingress-nginx: its controller, IngressClass, ValidatingWebhookConfiguration "
         "ingress-nginx-admission and the ingress-nginx namespace."
     )
-    requires = ((kinds.NAMESPACE, kinds.INGRESS_CLASS, kinds.INGRESS, kinds.DEPLOYMENT, kinds.DAEMONSET),)
+    requires = (AnyOf(kinds.NAMESPACE, kinds.INGRESS_CLASS, kinds.INGRESS, kinds.DEPLOYMENT, kinds.DAEMONSET,
+                      name="where ingress-nginx shows"),)
     uses = (kinds.VALIDATING_WEBHOOK_CONFIGURATION,)
     facts = (
         Fact(

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import concrete
+from auditor.api import Fact, Finding, K8sObject, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-KPR_KEY = "kube-proxy-replacement"
+KPR_KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
 # "strict" is the pre-1.16 spelling of full replacement (removed in 1.16, and
 # flagged by its own rule); for leftovers it means the same thing as "true".
 REPLACEMENT_ON = ("true", "strict")
@@ -52,6 +48,7 @@ class KubeProxyLeftover(Rule):
     )
     requires = (kinds.DAEMONSET, kinds.CONFIGMAP)
     uses = (kinds.SERVICE_ACCOUNT, kinds.CLUSTER_ROLE_BINDING, kinds.ROLE, kinds.ROLE_BINDING)
+    cilium_settings = (KPR_KEY,)
     references = (
         "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
@@ -116,13 +113,13 @@ spec:
                 present.append((obj, severity, why))
         if not present:
             return
-        if not ctx.cilium.settings_known:
+        if not ctx.settings_known:
             raise NotRun(
                 f"kube-proxy objects are present ({', '.join(o.ref.display for o, _, _ in present)}) but the "
                 f"input does not show whether Cilium replaces kube-proxy (no cilium-config {KPR_KEY})"
             )
-        setting = concrete(ctx, KPR_KEY, "kube-proxy objects are present")
-        if setting is None or setting.value.strip().lower() not in REPLACEMENT_ON:
+        setting = ctx.setting(KPR_KEY, unknown_because="kube-proxy objects are present")
+        if setting is None or setting.as_choice() not in REPLACEMENT_ON:
             return  # kube-proxy is still the Service proxy: nothing is left over
         for obj, severity, why in present:
             ctx.examined(obj)

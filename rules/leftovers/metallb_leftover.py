@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import image_name
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    image_name,
+    kinds,
+)
 
 METALLB_GROUP = "metallb.io"
 METALLB_NAMESPACE = "metallb-system"
@@ -66,7 +75,8 @@ class MetallbLeftover(Rule):
         "the metallb-system namespace, and move address requests on Services to "
         "lbipam.cilium.io/ips."
     )
-    requires = ((kinds.NAMESPACE, kinds.DAEMONSET, kinds.DEPLOYMENT, *kinds.METALLB_KINDS),)
+    requires = (AnyOf(kinds.NAMESPACE, kinds.DAEMONSET, kinds.DEPLOYMENT, *kinds.METALLB_KINDS,
+                      name="where MetalLB shows"),)
     uses = (kinds.SERVICE,)
     facts = (
         Fact(

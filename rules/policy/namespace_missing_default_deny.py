@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, ObjectRef, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import is_empty_selector
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    ObjectRef,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    cilium_keys,
+    is_empty_selector,
+    kinds,
+)
 from auditor_rules.policy._policies import cilium_rules, selector_selects_namespace
 
 DIRECTIONS = ("ingress", "egress")
@@ -37,7 +49,7 @@ def _network_policy_denies(policy: K8sObject) -> set[str]:
     return denied
 
 
-def _cilium_rule_denies(rule: dict) -> set[str]:
+def _cilium_rule_denies(rule: dict[str, Any]) -> set[str]:
     """Directions a Cilium rule puts into default deny while allowing nothing.
 
     The documented pattern is a section holding one empty rule (`ingress:
@@ -79,10 +91,12 @@ class NamespaceMissingDefaultDeny(Rule):
         "routes) with further policies."
     )
     requires = (
-        (*kinds.WORKLOAD_KINDS, kinds.SERVICE),
-        kinds.NETWORK_POLICY_KINDS,
+        AnyOf(*kinds.WORKLOAD_KINDS, kinds.SERVICE, name="workloads or Services"),
+        AnyOf(*kinds.NETWORK_POLICY_KINDS, name="network policies"),
     )
-    uses = (kinds.NAMESPACE, kinds.CONFIGMAP)
+    uses = (kinds.NAMESPACE,)
+    cilium_settings = (cilium_keys.ENABLE_POLICY,)
+    posture_fields = ("defaultDeny.excludedNamespaces",)
     references = (
         "https://kubernetes.io/docs/concepts/services-networking/network-policies/#default-policies",
         "https://docs.cilium.io/en/stable/security/policy/language/#ingress-egress-default-deny",
@@ -157,7 +171,8 @@ spec:
         holders = self._namespaces_with_workloads(snapshot, ctx)
         if not holders:
             return
-        if ctx.cilium.value("enable-policy") == "always":
+        enforcement = ctx.concrete_setting(cilium_keys.ENABLE_POLICY)
+        if enforcement is not None and enforcement.value == "always":
             # Cilium enforces policy on every endpoint, rules or not: deny-all by default.
             for namespace in sorted(holders):
                 ctx.examined(self._namespace_ref(snapshot, namespace))

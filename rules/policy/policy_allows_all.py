@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Callable, Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import is_empty_selector, selector_matches
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    is_empty_selector,
+    kinds,
+    selector_matches,
+)
 from auditor_rules.policy._policies import (
     NAMESPACE_LABEL,
     cilium_open_entries,
@@ -52,7 +60,8 @@ class PolicyAllowsAll(Rule):
         "pods, CIDRs) and the ports, or delete it and rely on the namespace's default-deny "
         "plus specific allow rules."
     )
-    requires = (kinds.NETWORK_POLICY_KINDS,)
+    requires = (AnyOf(*kinds.NETWORK_POLICY_KINDS, name="network policies"),)
+    posture_fields = ("defaultDeny.excludedNamespaces",)
     uses = (kinds.NAMESPACE,)
     facts = (
         Fact(
@@ -151,7 +160,7 @@ spec:
         return sorted(names)
 
     @staticmethod
-    def _clusterwide_scope(selector: object, namespaces: list[str], excluded) -> str | None:
+    def _clusterwide_scope(selector: object, namespaces: list[str], excluded: Callable[[str], bool]) -> str | None:
         """What a clusterwide rule's endpointSelector covers as whole namespaces, or None."""
         if selector is None:
             return None  # a host policy (nodeSelector) or an invalid rule: not about pods
