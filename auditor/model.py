@@ -199,7 +199,9 @@ class K8sObject:
         to tell "the status is empty" from "this is a manifest, there is no status".
         """
         meta = self.raw["metadata"]
-        return all(isinstance(meta.get(key), str) and meta.get(key) for key in ("uid", "resourceVersion", "creationTimestamp"))
+        return all(
+            isinstance(meta.get(key), str) and meta.get(key) for key in ("uid", "resourceVersion", "creationTimestamp")
+        )
 
     def __repr__(self) -> str:
         return f"<{self.api_version} {self.ref.display}>"

@@ -77,7 +77,9 @@ class _DeclaredPosture(Posture):
         if name in _RULE_FACING and name not in object.__getattribute__(self, "_allowed"):
             reader = object.__getattribute__(self, "_reader")
             path = next(path for path, attribute in FIELDS.items() if attribute == name)
-            raise UndeclaredRead(f"rule {reader} reads the posture field {path!r} without declaring it in posture_fields")
+            raise UndeclaredRead(
+                f"rule {reader} reads the posture field {path!r} without declaring it in posture_fields"
+            )
         return object.__getattribute__(self, name)
 
     def __repr__(self) -> str:

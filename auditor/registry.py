@@ -57,7 +57,8 @@ def _text_problems(rule_class: type[Rule]) -> list[str]:
     for name in ("title", "rationale", "remediation"):
         value = getattr(rule_class, name, None)
         if not isinstance(value, str) or not value.strip():
-            problems.append(f"{name} is empty" + (" (set rationale_fact and rationale_decision)" if name == "rationale" else ""))
+            hint = " (set rationale_fact and rationale_decision)" if name == "rationale" else ""
+            problems.append(f"{name} is empty{hint}")
     title = getattr(rule_class, "title", "")
     if isinstance(title, str) and ("\n" in title.strip() or title.strip().endswith(".")):
         problems.append("title must be one line without a final period")
@@ -165,7 +166,8 @@ def _plugin_rule_classes() -> tuple[list[tuple[str, type[Rule]]], list[BrokenPlu
         try:
             loaded = entry_point.load()
         except Exception as error:  # a plugin's import error must not crash the run
-            broken.append(BrokenPlugin(entry_point.name, f"plugin {entry_point.value} failed to load: {type(error).__name__}: {error}"))
+            reason = f"plugin {entry_point.value} failed to load: {type(error).__name__}: {error}"
+            broken.append(BrokenPlugin(entry_point.name, reason))
             continue
         problems = metadata_problems(loaded)
         if problems:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import InitVar, dataclass, field
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from auditor.cilium import keys
 from auditor.cilium.config import Anchor, CiliumConfig, Setting
@@ -60,7 +60,7 @@ class AnyOf(tuple[str, ...]):
 CILIUM_CONFIGURATION = AnyOf(*keys.CONFIG_KINDS, name="the Cilium configuration")
 
 # One group-kind, or alternatives. A plain tuple is the pre-AnyOf spelling, still read for plugins.
-Requirement = Union[str, AnyOf, tuple[str, ...]]
+Requirement = str | AnyOf | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ class Fact:
     statement: str
     holds_for: str
     source: str
+    # Further sources for the same fact (URLs).
+    also: tuple[str, ...] = ()
 
 
 class NotRun(Exception):

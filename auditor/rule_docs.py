@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from auditor.cilium.keys import KEYS, Rendering
 from auditor.registry import index_entry, load_rules
 from auditor.rule import Rule
 
@@ -22,46 +23,74 @@ README_END = "<!-- rules:end -->"
 
 
 def _requirement_text(rule: Rule) -> str:
-    parts = [" or ".join(f"`{k}`" for k in r) if isinstance(r, tuple) else f"`{r}`" for r in rule.requires]
+    parts = []
+    for requirement in rule.requirements():
+        kinds = " or ".join(f"`{k}`" for k in requirement)
+        parts.append(f"{requirement.name} ({kinds})" if requirement.name else kinds)
     text = "; ".join(parts)
     if rule.uses:
         text += "; also reads " + ", ".join(f"`{k}`" for k in rule.uses)
     return text
 
 
-def _anchor(rule_id: str) -> str:
-    return rule_id
+def _setting_text(key: str) -> str:
+    """`` `kube-proxy-replacement` (Helm `kubeProxyReplacement`) ``, with the condition of a derived key."""
+    known = KEYS.get(key)
+    if known is None or not known.helm:
+        return f"`{key}`" + (f" (ConfigMap only: {known.configmap_only})" if known and known.configmap_only else "")
+    helm = " + ".join(f"`{path}`" for path in known.helm)
+    condition = f", {known.condition}" if known.rendering is Rendering.DERIVED and known.condition else ""
+    return f"`{key}` (Helm {helm}{condition})"
+
+
+def _reads(rule: Rule) -> list[str]:
+    lines = [f"**Reads.** {_requirement_text(rule)}."]
+    if rule.cilium_settings:
+        lines += ["", "**Cilium settings.** " + "; ".join(_setting_text(key) for key in rule.cilium_settings) + "."]
+    if rule.posture_fields:
+        lines += ["", "**Posture.** " + ", ".join(f"`{field}`" for field in rule.posture_fields) + "."]
+    return lines
+
+
+def _rationale(rule: Rule) -> list[str]:
+    if not rule.rationale_fact:
+        return [rule.rationale]  # a plugin's single rationale text
+    return [f"**Fact.** {rule.rationale_fact}", "", f"**Platform decision.** {rule.rationale_decision}"]
+
+
+def _link(url: str) -> str:
+    return f"<{url}>" if url.startswith("http") else url
+
+
+def _facts(rule: Rule) -> list[str]:
+    if not rule.facts:
+        return []
+    lines = ["", "**Facts relied on**", "", "| Fact | Holds for | Source |", "|---|---|---|"]
+    for fact in rule.facts:
+        sources = "<br>".join(_link(url) for url in (fact.source, *fact.also))
+        lines.append(f"| {fact.statement} | {fact.holds_for} | {sources} |")
+    return lines
 
 
 def rule_section(rule: Rule) -> str:
-    lines = [
-        f"## {rule.id}",
-        "",
-        f"**{rule.title}** — severity `{rule.severity.value}`",
-        "",
-        rule.rationale,
-        "",
-        f"**Fix.** {rule.remediation}",
-        "",
-        f"**Reads.** {_requirement_text(rule)}",
-    ]
-    if rule.facts:
-        lines += ["", "**Facts relied on**", "", "| Fact | Holds for | Source |", "|---|---|---|"]
-        for fact in rule.facts:
-            lines.append(f"| {fact.statement} | {fact.holds_for} | {fact.source} |")
+    lines = [f"## {rule.id}", "", f"**{rule.title}** — severity `{rule.severity.value}`", ""]
+    lines += _rationale(rule)
+    lines += ["", f"**Fix.** {rule.remediation}", ""]
+    lines += _reads(rule)
+    lines += _facts(rule)
     if rule.references:
-        lines += ["", "**References**", ""] + [f"- <{ref}>" if ref.startswith("http") else f"- {ref}" for ref in rule.references]
-    if rule.example_fail:
-        lines += ["", "<details><summary>Fails</summary>", "", "```yaml", rule.example_fail.rstrip(), "```", "", "</details>"]
-    if rule.example_pass:
-        lines += ["", "<details><summary>Passes</summary>", "", "```yaml", rule.example_pass.rstrip(), "```", "", "</details>"]
+        lines += ["", "**References**", ""] + [f"- {_link(ref)}" for ref in rule.references]
+    for summary, example in (("Fails", rule.example_fail), ("Passes", rule.example_pass)):
+        if example:
+            lines += ["", f"<details><summary>{summary}</summary>", "", "```yaml", example.rstrip(), "```"]
+            lines += ["", "</details>"]
     return "\n".join(lines)
 
 
 def rules_table(rules: list[Rule], link_prefix: str = "") -> str:
     lines = ["| Rule | Severity | Flags |", "|---|---|---|"]
     for rule in rules:
-        lines.append(f"| [`{rule.id}`]({link_prefix}#{_anchor(rule.id)}) | {rule.severity.value} | {rule.title} |")
+        lines.append(f"| [`{rule.id}`]({link_prefix}#{rule.id}) | {rule.severity.value} | {rule.title} |")
     return "\n".join(lines)
 
 
@@ -105,7 +134,7 @@ def builtin_rules() -> list[Rule]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--write", action="store_true",
                         help="rewrite docs/rules.md, README.md's rule table and rules/index.json")
     parser.add_argument("--root", default=".", help="repository root")

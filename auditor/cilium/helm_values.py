@@ -225,9 +225,12 @@ def read_values_file(path: str) -> HelmValues:
         values = {}
     if not isinstance(values, dict):
         found = "a list" if isinstance(values, list) else f"a {type(values).__name__}"
-        raise InputError.at(path, located.line_of(()) or 1, f"Cilium values file must be a mapping of Helm values, found {found}")
+        problem = f"Cilium values file must be a mapping of Helm values, found {found}"
+        raise InputError.at(path, located.line_of(()) or 1, problem)
     ref = ObjectRef(VALUES_FILE_KIND, None, path)
-    return HelmValues(values=values, origin=f"Helm values file {path}", ref=ref, source=Source(path, 1), lines=located.lines)
+    return HelmValues(
+        values=values, origin=f"Helm values file {path}", ref=ref, source=Source(path, 1), lines=located.lines
+    )
 
 
 # --- HelmRelease (Flux) and Application (Argo CD) ------------------------------
@@ -260,7 +263,9 @@ def _release_chart(snapshot: Snapshot, release: K8sObject) -> tuple[bool, str | 
     return name == CHART_NAME, None
 
 
-def _merge(target: dict[str, Any], layer: Any, label: str, provenance: dict[ValuesPath, str], prefix: ValuesPath = ()) -> None:
+def _merge(
+    target: dict[str, Any], layer: Any, label: str, provenance: dict[ValuesPath, str], prefix: ValuesPath = ()
+) -> None:
     """Helm's merge: maps merge recursively, anything else replaces, null deletes.
 
     Walked with an explicit stack, not recursion: values nested as deep as
@@ -305,7 +310,9 @@ def _parse_embedded_values(text: str) -> tuple[dict[str, Any] | None, str | None
     return documents[0].data, None
 
 
-def _set_parameter(target: dict[str, Any], name: str, value: Any, label: str, provenance: dict[ValuesPath, str]) -> bool:
+def _set_parameter(
+    target: dict[str, Any], name: str, value: Any, label: str, provenance: dict[ValuesPath, str]
+) -> bool:
     """Apply one `helm.parameters` entry (`--set name=value`); only plain dotted names."""
     if not name or any(c in name for c in "[]\\,") or not isinstance(value, str):
         return False

@@ -68,16 +68,20 @@ class CiliumConfigChangedAfterAgents(Rule):
     id = "cilium-config-changed-after-agents"
     severity = Severity.WARNING
     title = "cilium-config changed after Cilium agents started"
-    rationale = (
-        "Cilium agents read cilium-config when they start. Cilium's documentation says a change "
-        "made with `cilium config set` does not affect running pods, which must be restarted to "
-        "pick it up, and that Helm upgrades restart agents only with rollOutCiliumPods=true; "
-        "many options need an agent restart (ConfigMap drift detection docs). When the "
-        "ConfigMap's data was written (latest metadata.managedFields time touching data) after "
-        "the oldest agent Pod (label k8s-app=cilium) started (status.startTime), those agents "
-        "may still run the old configuration, so what this audit reads in cilium-config is "
-        "not necessarily what the datapath does. Needs Pods and managedFields as the API server "
-        "returns them: a live read, a snapshot or a kubectl dump; manifests give not-run."
+    rationale_fact = (
+        "Cilium agents read cilium-config when they start: a change made with `cilium config set` does "
+        "not affect running agents until they restart, Helm upgrades restart them only with "
+        "rollOutCiliumPods=true, and many options need an agent restart (Cilium's ConfigMap drift "
+        "detection counts the keys not yet applied). When the ConfigMap's data was written after an "
+        "agent Pod started, that agent may still run the previous configuration, so what cilium-config "
+        "says is not necessarily what the datapath does."
+    )
+    rationale_decision = (
+        "The audit judges Cilium by its configuration, so a configuration the agents have not loaded is "
+        "reported (warning). The write time is the latest metadata.managedFields entry touching data; "
+        "agent Pods are those labelled k8s-app=cilium, started at status.startTime. Both exist only as "
+        "the API server returns objects (a live read, a snapshot or a kubectl dump): manifests give "
+        "not-run."
     )
     remediation = (
         "Restart the agents so they load the current configuration (kubectl -n kube-system "

@@ -57,24 +57,28 @@ class CiliumVersionSkew(Rule):
     id = "cilium-version-skew"
     severity = Severity.ERROR
     title = "Cilium agent and operator versions differ, or are off the posture's version line"
-    rationale = (
-        "The platform runs one Cilium release line (posture expected.ciliumVersionLine, default "
-        "1.19), and every fact this auditor encodes (CRD versions, option names, Gateway API "
-        "bundle, known bugs) is checked for that line. The chart deploys the agent DaemonSet "
-        "(quay.io/cilium/cilium:vX.Y.Z) and the operator Deployment cilium-operator "
-        "(quay.io/cilium/operator-generic:vX.Y.Z) at the same version; different versions mean "
-        "a half-done upgrade or rollback, where the operator (LB-IPAM, Gateway API, CRD "
-        "registration) and the agents disagree on features. A different minor version, or a "
-        "component below the posture's line, is an error; a patch-level difference, or a line "
-        "newer than the posture's (update the posture), a warning. Versions come from the "
-        "image tags; when neither is readable the verdict is not-run."
+    rationale_fact = (
+        "The Cilium chart deploys the agent DaemonSet (quay.io/cilium/cilium:vX.Y.Z) and the operator "
+        "Deployment cilium-operator (quay.io/cilium/operator-generic:vX.Y.Z) at one version. Different "
+        "versions mean a half-done upgrade or rollback, in which the operator (LB-IPAM, Gateway API, "
+        "CRD registration) and the agents disagree on features."
+    )
+    rationale_decision = (
+        "The platform runs one Cilium release line (posture expected.ciliumVersionLine, default 1.19), "
+        "and every fact this auditor encodes is checked for that line. A different minor version "
+        "between agent and operator, or a component below the posture's line, is an error; a "
+        "patch-level difference, or a line newer than the posture's (update the posture), a warning. "
+        "Versions come from the image tags (or the Helm image tag and chart version); when neither "
+        "component's is readable the verdict is not-run."
     )
     remediation = (
         "Finish the upgrade so the agent and operator run the same release of the posture's "
         "line (helm upgrade with one chart version, then check `cilium version`), or update "
         "the posture's expected.ciliumVersionLine after a deliberate upgrade."
     )
-    requires = (AnyOf(kinds.DEPLOYMENT, *cilium_keys.CONFIG_KINDS, name="the operator Deployment or the Cilium configuration"),)
+    requires = (
+        AnyOf(kinds.DEPLOYMENT, *cilium_keys.CONFIG_KINDS, name="the operator Deployment or the Cilium configuration"),
+    )
     cilium_settings = (cilium_keys.AGENT_VERSION,)
     posture_fields = ("expected.ciliumVersionLine",)
     facts = (
@@ -158,8 +162,9 @@ spec:
         ctx.examined(component.where[0])
         if line is None or component.version[:2] == line:
             return
+        severity: Severity | None = None
         if component.version[:2] < line:
-            message, severity = f"Cilium {component.label} {component.text} is below the posture's line {line_text}", None
+            message = f"Cilium {component.label} {component.text} is below the posture's line {line_text}"
         else:
             message = (f"Cilium {component.label} {component.text} is newer than the posture's line {line_text}: "
                        "update the posture")

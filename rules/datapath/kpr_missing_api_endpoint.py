@@ -32,17 +32,19 @@ class KprMissingApiEndpoint(Rule):
     id = "kpr-missing-api-endpoint"
     severity = Severity.ERROR
     title = "kube-proxy replacement on but the agent is not given the API server address"
-    rationale = (
+    rationale_fact = (
         "Without kube-proxy, nothing implements the in-cluster `kubernetes` Service ClusterIP until "
-        "Cilium itself is up, so the agent must reach the API server directly: the kubeproxy-free "
-        "guide has Helm k8sServiceHost and k8sServicePort set (6443 on kubeadm). The chart does not "
-        "put them in cilium-config: it renders them as KUBERNETES_SERVICE_HOST / "
-        "KUBERNETES_SERVICE_PORT env entries of the cilium-agent container (agent DaemonSet "
-        "template), each only when the value is set. Without them the agent falls back to the "
-        "ClusterIP and port the kubelet injects, which is unreachable on a kube-proxy-free node "
-        "(a missing port alone leaves the Service port, 443, instead of 6443). The platform runs "
-        "kubeProxyReplacement=true, so the rule checks the agent DaemonSet's env when the input holds "
-        "it, else the Helm values; with neither it does not guess."
+        "Cilium itself is up, so the agent must reach the API server directly: Cilium's kube-proxy-free "
+        "guide sets Helm k8sServiceHost and k8sServicePort (6443 on kubeadm). The chart renders them "
+        "not into cilium-config but as KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT env entries of "
+        "the cilium-agent container, each only when set. Without them the agent falls back to the "
+        "ClusterIP and port the kubelet injects, unreachable on a kube-proxy-free node (a missing port "
+        "alone leaves 443 instead of 6443)."
+    )
+    rationale_decision = (
+        "The platform replaces kube-proxy (kubeProxyReplacement=true), so the rule checks, when "
+        "replacement is on, the agent DaemonSet's env when the input holds it (what runs), else the "
+        "Helm values; with neither it does not guess (not-run)."
     )
     remediation = (
         "Set Helm k8sServiceHost and k8sServicePort to the API server's address (a control-plane "
@@ -52,14 +54,16 @@ class KprMissingApiEndpoint(Rule):
     cilium_settings = (KPR_KEY, *ENDPOINT_KEYS)
     facts = (
         Fact(
-            "Without kube-proxy the agent needs k8sServiceHost/k8sServicePort (the kubernetes ClusterIP is not reachable at start)",
+            "Without kube-proxy the agent needs k8sServiceHost/k8sServicePort (the kubernetes ClusterIP is not "
+            "reachable at start)",
             "all KPR versions",
-            "Documentation/network/kubernetes/kubeproxy-free.rst",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         ),
         Fact(
-            "k8sServiceHost/Port render env KUBERNETES_SERVICE_HOST/PORT on the cilium-agent container, not cilium-config keys",
+            "k8sServiceHost/Port render env KUBERNETES_SERVICE_HOST/PORT on the cilium-agent container, not "
+            "cilium-config keys",
             "Cilium chart (agent DaemonSet template)",
-            "install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml",
+            "https://github.com/cilium/cilium/blob/main/install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml",
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",)

@@ -20,17 +20,18 @@ class KprNotEnabled(Rule):
     id = "kpr-not-enabled"
     severity = Severity.ERROR
     title = "Cilium does not replace kube-proxy (kube-proxy-replacement is not true)"
-    rationale = (
-        "The platform runs Cilium with kubeProxyReplacement=true on a kubeadm cluster bootstrapped "
-        "without kube-proxy: Services, NodePorts and the LoadBalancer path are implemented by "
-        "Cilium's eBPF datapath; L2 announcements require it, and Cilium's Gateway API support needs it "
-        "(or NodePort enabled). "
-        "Since Cilium 1.16 the setting takes only \"true\" or \"false\" (cilium/cilium PR #31286), and "
-        "the Helm chart's default is false (kubeproxy-free docs), so an absent key means kube-proxy "
-        "replacement is off. The rule reads the effective setting: cilium-config first, then Helm "
-        "values (--cilium-values, a Flux HelmRelease or an Argo CD Application of the cilium chart). "
-        "Values that are not true/false at all (strict, partial, ...) are reported by "
-        "kpr-removed-value instead."
+    rationale_fact = (
+        "With kube-proxy replacement, Cilium's eBPF datapath implements Services, NodePorts and the "
+        "LoadBalancer path; L2 announcements require it, and Cilium's Gateway API support needs it (or "
+        "NodePort). Since Cilium 1.16 kube-proxy-replacement takes only \"true\" or \"false\", and the Helm "
+        "chart's default is false, so an absent key means kube-proxy is not replaced."
+    )
+    rationale_decision = (
+        "The platform runs kubeProxyReplacement=true on a kubeadm cluster bootstrapped without "
+        "kube-proxy, so anything but true is an error. The rule reads the effective setting: "
+        "cilium-config first, then Helm values (--cilium-values, a Flux HelmRelease or an Argo CD "
+        "Application of the cilium chart). Values that are not true/false at all (strict, partial...) "
+        "are left to kpr-removed-value."
     )
     remediation = (
         "Set Helm kubeProxyReplacement=true (cilium-config kube-proxy-replacement: \"true\") together "
@@ -42,12 +43,13 @@ class KprNotEnabled(Rule):
         Fact(
             "kube-proxy-replacement accepts only \"true\" or \"false\" (strict/partial/disabled removed)",
             "Cilium 1.16+",
-            "cilium/cilium PR #31286",
+            "https://github.com/cilium/cilium/pull/31286",
         ),
         Fact(
             "Helm kubeProxyReplacement defaults to false and renders cilium-config kube-proxy-replacement",
             "Cilium chart 1.16+",
-            "Documentation/network/kubernetes/kubeproxy-free.rst; install/kubernetes/cilium/templates/cilium-configmap.yaml",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
+            also=("https://github.com/cilium/cilium/blob/002c6fff44159c64bdb86ebfb145157b33eb997f/install/kubernetes/cilium/templates/cilium-configmap.yaml",),
         ),
     )
     references = (

@@ -30,19 +30,21 @@ class KprRemovedFlags(Rule):
     id = "kpr-removed-flags"
     severity = Severity.WARNING
     title = "Deprecated enable-node-port/host-port/external-ips switches still set"
-    rationale = (
+    rationale_fact = (
         "With kube-proxy replacement on, Cilium 1.18 enables NodePort, HostPort and externalIPs "
         "handling unconditionally and deprecates the per-feature switches enable-node-port, "
-        "enable-host-port and enable-external-ips (cilium/cilium PR #39581). Their removal was "
-        "scheduled for 1.19 (issue #39582, a 1.19 release blocker, closed by PR #41380). PR #41380's "
-        "release note confirms that enable-node-port is gone in 1.19; the removal of the other two in "
-        "1.19 is implied by the issue's closure but not confirmed by a release note, so for those the "
-        "finding says \"deprecated, removal planned\". Either way, on the platform's Cilium 1.19 with "
-        "kubeProxyReplacement=true these keys no longer configure anything: they are stale "
-        "configuration that suggests a per-feature (pre-1.16 partial) setup. The rule judges against "
-        "the agent version the input shows, else the posture's Cilium line; before 1.18 the switches "
-        "are legitimate and not reported, and on 1.18 only alongside kube-proxy-replacement=true. The "
-        "Helm values nodePort.enabled, hostPort.enabled and externalIPs.enabled count as the same keys."
+        "enable-host-port and enable-external-ips; their removal was a 1.19 release blocker. PR "
+        "#41380's release note confirms enable-node-port is gone in 1.19; PR #41277 removed the other "
+        "two on the main branch, but no release note was seen, so for those the finding says "
+        "\"deprecated, removal planned\". On 1.19 these keys configure nothing; before 1.18 they are "
+        "legitimate. The Helm values nodePort.enabled, hostPort.enabled and externalIPs.enabled render "
+        "the same keys."
+    )
+    rationale_decision = (
+        "The platform runs Cilium 1.19 with kubeProxyReplacement=true, where the switches are stale "
+        "configuration suggesting a per-feature (pre-1.16 partial) setup: a warning. The rule judges "
+        "against the agent version the input shows, else the posture's Cilium line; on 1.18 it reports "
+        "them only alongside kube-proxy-replacement=true."
     )
     remediation = (
         "Delete enable-node-port, enable-host-port and enable-external-ips from cilium-config (Helm: "
@@ -53,15 +55,23 @@ class KprRemovedFlags(Rule):
     posture_fields = ("expected.ciliumVersionLine",)
     facts = (
         Fact(
-            "enable-node-port, enable-host-port, enable-external-ips deprecated; always on with kube-proxy-replacement=true",
+            "enable-node-port, enable-host-port, enable-external-ips deprecated; always on with "
+            "kube-proxy-replacement=true",
             "Cilium 1.18+",
-            "cilium/cilium PR #39581",
+            "https://github.com/cilium/cilium/pull/39581",
         ),
-        Fact("enable-node-port removed", "Cilium 1.19", "cilium/cilium PR #41380 (release note); issue #39582"),
         Fact(
-            "enable-host-port and enable-external-ips removed (PARTIAL: implied by issue #39582's closure, no release note seen)",
+            "enable-node-port removed (release note of PR #41380)",
+            "Cilium 1.19",
+            "https://github.com/cilium/cilium/pull/41380",
+            also=("https://github.com/cilium/cilium/issues/39582",),
+        ),
+        Fact(
+            "enable-host-port and enable-external-ips removed by PR #41277 on the main branch (merged August 2025, "
+            "before PR #41380); PARTIAL: no release note naming the release was seen",
             "Cilium 1.19 (unconfirmed)",
-            "cilium/cilium issue #39582; PR #41380",
+            "https://github.com/cilium/cilium/pull/41277",
+            also=("https://github.com/cilium/cilium/issues/39582",),
         ),
     )
     references = (

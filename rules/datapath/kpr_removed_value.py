@@ -25,17 +25,19 @@ class KprRemovedValue(Rule):
     id = "kpr-removed-value"
     severity = Severity.ERROR
     title = "kube-proxy-replacement uses a value Cilium no longer accepts"
-    rationale = (
+    rationale_fact = (
         "Cilium 1.14 replaced the kube-proxy-replacement modes strict, partial and disabled by the "
-        "booleans true and false and deprecated the old values (cilium/cilium PR #26577); PR #31286 "
-        "removed them from the agent and the Helm chart in Cilium 1.16. probe went earlier: deprecated "
-        "in 1.12, removed in 1.13 (PR #22083). The platform runs Cilium 1.19 with "
-        "kubeProxyReplacement=true, so a manifest or values file still saying strict cannot be "
-        "rendered or started as intended. The rule judges against the agent version the input shows "
+        "booleans true and false and deprecated the old values; Cilium 1.16 removed them from the agent "
+        "and the Helm chart. probe went earlier: deprecated in 1.12, removed in 1.13. A manifest or "
+        "values file still saying strict cannot be rendered or started as intended on a release that "
+        "removed it."
+    )
+    rationale_decision = (
+        "The platform runs Cilium 1.19, so the rule judges against the agent version the input shows "
         "(image tag or chart version), else the posture's Cilium line: a value removed in that version "
-        "is an error, one only deprecated there a warning. Any other value that is not true/false is "
-        "reported as invalid. Every source that sets the key is checked, not only the one in effect: "
-        "a HelmRelease still saying strict behind a correct ConfigMap breaks its next reconciliation."
+        "is an error, one only deprecated there a warning, any other value that is not true/false "
+        "invalid. Every source that sets the key is checked, not only the one in effect: a HelmRelease "
+        "still saying strict behind a correct ConfigMap breaks its next reconciliation."
     )
     remediation = (
         "Replace the value with \"true\" (strict, partial) or \"false\" (disabled) in the Helm values "
@@ -45,16 +47,16 @@ class KprRemovedValue(Rule):
     cilium_settings = (KEY, cilium_keys.AGENT_VERSION)
     posture_fields = ("expected.ciliumVersionLine",)
     facts = (
-        Fact("probe deprecated, then removed from the agent", "deprecated 1.12, removed 1.13", "cilium/cilium PR #22083"),
+        Fact("probe deprecated, then removed from the agent", "deprecated 1.12, removed 1.13", "https://github.com/cilium/cilium/pull/22083"),
         Fact(
             "strict, partial, disabled deprecated in favour of true/false",
             "deprecated 1.14",
-            "cilium/cilium PR #26577",
+            "https://github.com/cilium/cilium/pull/26577",
         ),
         Fact(
             "strict, partial, disabled (and probe) removed from the agent and Helm chart",
             "removed 1.16 (merged March 2024)",
-            "cilium/cilium PR #31286",
+            "https://github.com/cilium/cilium/pull/31286",
         ),
     )
     references = (

@@ -14,14 +14,17 @@ class WireguardDisabled(Rule):
     id = "wireguard-disabled"
     severity = Severity.ERROR
     title = "Cilium transparent encryption with WireGuard is not enabled"
-    rationale = (
-        "The platform's hardening baseline encrypts pod traffic between nodes with Cilium's "
-        "WireGuard transparent encryption, so application traffic never crosses the nodes' "
-        "shared LAN in clear. Helm encryption.enabled=true with "
-        "encryption.type=wireguard renders enable-wireguard: \"true\" into cilium-config "
-        "(Cilium 1.10+; the agent then uses UDP 51871 between nodes). Absent, the key is off. "
-        "IPsec (enable-ipsec) is another encryption, not the one the platform chose, and is "
-        "reported too. Without the Cilium configuration in the input the verdict is not-run."
+    rationale_fact = (
+        "Cilium's transparent encryption with WireGuard encrypts pod traffic between nodes (UDP 51871). "
+        "Helm encryption.enabled=true with encryption.type=wireguard renders enable-wireguard: \"true\" "
+        "into cilium-config (Cilium 1.10+); absent, the key is off. encryption.type=ipsec renders "
+        "enable-ipsec instead, the other encryption Cilium offers."
+    )
+    rationale_decision = (
+        "The platform's hardening baseline encrypts pod traffic between nodes with WireGuard, so "
+        "application traffic never crosses the nodes' shared LAN in clear: WireGuard off is an error, "
+        "and IPsec in its place, another encryption than the one chosen, is reported too (the finding "
+        "says so). Without the Cilium configuration in the input the verdict is not-run."
     )
     remediation = (
         "Set encryption.enabled=true and encryption.type=wireguard in the Cilium Helm values, "

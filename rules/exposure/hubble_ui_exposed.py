@@ -61,14 +61,16 @@ class HubbleUiExposed(Rule):
     id = "hubble-ui-exposed"
     severity = Severity.ERROR
     title = "Hubble UI reachable from outside the cluster"
-    rationale = (
-        "Hubble UI shows the network flows Hubble observes across the cluster: which workload "
-        "talks to which, on which ports, with the policy verdicts. The platform keeps it "
-        "internal, reached through kubectl port-forward, and never published through the "
-        "edge Gateway. The Cilium chart renders Service hubble-ui (labels k8s-app: hubble-ui) "
-        "with type from hubble.ui.service.type, default ClusterIP, and can also render an "
-        "Ingress or HTTPRoute for it. Reported: the hubble-ui Service with another type, and "
-        "any HTTPRoute or Ingress whose backend is it."
+    rationale_fact = (
+        "Hubble UI shows the network flows Hubble observes across the cluster: which workload talks to "
+        "which, on which ports, with the policy verdicts. The Cilium chart renders Service hubble-ui "
+        "(labels k8s-app: hubble-ui) with type hubble.ui.service.type, default ClusterIP, and can also "
+        "render an Ingress or HTTPRoute for it."
+    )
+    rationale_decision = (
+        "The platform keeps Hubble UI internal, reached through kubectl port-forward and never "
+        "published through the edge Gateway: the hubble-ui Service with another type than ClusterIP, "
+        "and any HTTPRoute or Ingress whose backend is it, are errors."
     )
     remediation = (
         "Set hubble.ui.service.type=ClusterIP, remove the Ingress/HTTPRoute in front of "

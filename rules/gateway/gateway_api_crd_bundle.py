@@ -51,19 +51,21 @@ class GatewayApiCrdBundle(Rule):
     id = "gateway-api-crd-bundle"
     severity = Severity.ERROR
     title = "Gateway API CRDs not from the bundle the Cilium version line supports"
-    rationale = (
-        "Cilium's Gateway API controller is built against one Gateway API release: Cilium 1.19 "
-        "targets v1.4.0 (cilium/cilium PR #41936), so the platform pins the v1.4.x CRDs "
-        "(posture expected.gatewayApiBundleVersion, default v1.4). A newer bundle can break it: "
-        "Gateway API v1.5 promoted TLSRoute to v1 and stopped serving v1alpha2 in the standard "
-        "bundle, and the 1.19 operator, which still watches TLSRoute v1alpha2, then fails to "
-        "start its Gateway API controller (cilium/cilium#44920 on 1.19.1, #45139 on 1.19.2 with "
-        "v1.5.0/v1.5.1). Each CRD of the gateway.networking.k8s.io group carries its bundle in "
-        "the gateway.networking.k8s.io/bundle-version annotation. A newer bundle than the "
-        "posture's is an error; an older one, or a CRD without the annotation, a warning; on "
-        "the 1.19 line a TLSRoute CRD that no longer serves v1alpha2 is an error whatever its "
-        "annotation says. Offline input without any Gateway API CRD gives not-run: the CRDs "
-        "are usually installed apart from the platform manifests."
+    rationale_fact = (
+        "Cilium's Gateway API controller is built against one Gateway API release: Cilium 1.19 targets "
+        "v1.4.0. A newer bundle can break it: Gateway API v1.5 promoted TLSRoute to v1 and stopped "
+        "serving v1alpha2 in the standard bundle, and the 1.19 operator, which still watches TLSRoute "
+        "v1alpha2, then fails to start its Gateway API controller (reported on 1.19.1 and 1.19.2 with "
+        "v1.5.0/v1.5.1). Each CRD of the gateway.networking.k8s.io group carries its bundle in the "
+        "gateway.networking.k8s.io/bundle-version annotation."
+    )
+    rationale_decision = (
+        "The platform pins the bundle its Cilium line supports (posture "
+        "expected.gatewayApiBundleVersion, default v1.4). A newer bundle than the posture's is an "
+        "error; an older one, or a CRD without the annotation, a warning; on the 1.19 line a TLSRoute "
+        "CRD that no longer serves v1alpha2 is an error whatever its annotation says. Offline input "
+        "without any Gateway API CRD gives not-run: the CRDs are usually installed apart from the "
+        "platform manifests."
     )
     remediation = (
         "Install the Gateway API CRDs of the posture's line (v1.4.x for Cilium 1.19) with "

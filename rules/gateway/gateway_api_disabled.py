@@ -12,15 +12,17 @@ class GatewayApiDisabled(Rule):
     id = "gateway-api-disabled"
     severity = Severity.ERROR
     title = "Gateway objects while Cilium's Gateway API support is disabled"
-    rationale = (
-        "The platform's single way in is the edge Gateway served by Cilium (ADR 0020). Cilium "
-        "serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
-        "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default "
-        "is false). With it off, no controller programs the Gateways: they get no listeners, no "
-        "address and no routes, and everything published through them is unreachable. "
-        "Gateways whose GatewayClass belongs to another controller are left to "
-        "gateway-class-not-cilium. Without the Cilium configuration in the input the verdict "
-        "is not-run."
+    rationale_fact = (
+        "Cilium serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
+        "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default is "
+        "false). With it off, no controller programs Gateways of the Cilium class: they get no "
+        "listeners, no address and no routes, and everything published through them is unreachable."
+    )
+    rationale_decision = (
+        "The platform's single way in is the edge Gateway served by Cilium (ADR 0020), so a Gateway "
+        "meant for Cilium while the support is off is an error. Gateways whose GatewayClass belongs to "
+        "another controller are left to gateway-class-not-cilium. Without the Cilium configuration in "
+        "the input the verdict is not-run."
     )
     remediation = (
         "Enable Cilium's Gateway API support (Helm gatewayAPI.enabled=true, with the Gateway API "

@@ -50,19 +50,21 @@ class GatewayHttpsListenerTls(Rule):
     id = "gateway-https-listener-tls"
     severity = Severity.ERROR
     title = "HTTPS Gateway listener without TLS termination or without its certificate"
-    rationale = (
-        "TLS ends at the edge Gateway (ADR 0003/0021: internal CA through cert-manager). In "
-        "Gateway API an HTTPS listener requires a tls block; mode Terminate (the API default) "
-        "requires at least one certificateRef, and Passthrough is meant for TLS listeners, not "
-        "HTTPS (Gateway API v1 GatewayTLSConfig). A listener whose certificate Secret does not "
-        "exist is invalid (ResolvedRefs False, reason InvalidCertificateRef). A Secret missing from "
-        "the input counts only when nothing will create it: a Gateway annotated "
-        "cert-manager.io/cluster-issuer or cert-manager.io/issuer gets one Certificate per "
-        "Secret name from cert-manager's gateway-shim, for listeners with a hostname, mode "
-        "Terminate and a same-namespace Secret ref; a cert-manager Certificate with that "
-        "secretName does too. Secrets are read as metadata only, and are authoritative only "
-        "from a live read or snapshot: offline, a Secret absent from Git is unverified, and "
-        "the verdict is not-run when that is all that is left to judge."
+    rationale_fact = (
+        "In Gateway API an HTTPS listener requires a tls block; mode Terminate (the default) requires "
+        "at least one certificateRef, and Passthrough is meant for TLS listeners, not HTTPS. A listener "
+        "whose certificate Secret does not exist is invalid (ResolvedRefs False, reason "
+        "InvalidCertificateRef). cert-manager's gateway-shim creates one Certificate per referenced "
+        "Secret for a Gateway annotated cert-manager.io/cluster-issuer or cert-manager.io/issuer, for "
+        "listeners with a hostname, mode Terminate and a same-namespace Secret ref; a cert-manager "
+        "Certificate with that secretName creates it too."
+    )
+    rationale_decision = (
+        "TLS ends at the edge Gateway with certificates from the platform's internal CA through "
+        "cert-manager (ADR 0003/0021): an HTTPS listener without termination, or whose Secret nothing "
+        "creates, is an error. Secrets are read as metadata only and are authoritative only from a live "
+        "read or snapshot: offline, a Secret absent from Git is unverified, and the verdict is not-run "
+        "when that is all that is left to judge."
     )
     remediation = (
         "Give the HTTPS listener tls.mode Terminate and a certificateRefs entry, and annotate "

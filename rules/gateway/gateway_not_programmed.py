@@ -35,22 +35,22 @@ class GatewayNotProgrammed(Rule):
     id = "gateway-not-programmed"
     severity = Severity.ERROR
     title = "Gateway whose Programmed condition is not True"
-    rationale = (
-        "A Gateway reports Programmed=True once its controller has configured the data plane "
-        "for it (Gateway API v1); anything else usually means the listeners published through "
-        "it are not served. The platform runs Cilium's Gateway in hostNetwork mode (posture "
-        "gatewayHostNetwork, cilium-config gateway-api-hostnetwork-enabled), where Cilium "
-        "creates no LoadBalancer Service for the Gateway; from 1.18.3 on its operator then "
-        "never filled in the Gateway's address and left Programmed=False, reason "
-        "AddressNotAssigned, while Envoy served traffic (cilium/cilium#42786, #45485). The fix, "
-        "PR #46350, fills the address from node IPs; the v1.19.6 source has it "
-        "(cilium/cilium#47456), earlier 1.19.x releases are not confirmed. So for a Cilium "
-        "Gateway in hostNetwork mode with reason AddressNotAssigned on an agent older than "
-        "1.19.6 (or of unknown version) the finding is info only: gate on real L7 reachability "
-        "of the listeners instead. Other reasons (Invalid, NoResources, AddressNotUsable...) "
-        "stay errors. Status exists only in objects read from a cluster: Gateways of a live read "
-        "or snapshot are judged, offline ones only when they carry status.conditions (a kubectl "
-        "dump); manifests without status give not-run."
+    rationale_fact = (
+        "A Gateway reports Programmed=True once its controller has configured the data plane for it "
+        "(Gateway API v1); anything else usually means the listeners published through it are not "
+        "served. In hostNetwork mode (cilium-config gateway-api-hostnetwork-enabled) Cilium creates no "
+        "LoadBalancer Service for the Gateway, and from 1.18.3 on its operator never filled in the "
+        "Gateway's address: Programmed=False, reason AddressNotAssigned, while Envoy served traffic "
+        "(cilium/cilium#42786). PR #46350 fills the address from node IPs; the v1.19.6 source has it, "
+        "earlier 1.19.x releases are not confirmed."
+    )
+    rationale_decision = (
+        "The platform runs Cilium's Gateway in hostNetwork mode (posture gatewayHostNetwork when the "
+        "input does not show the setting), so for a Cilium Gateway with reason AddressNotAssigned on an "
+        "agent older than 1.19.6 (or of unknown version) the finding is info only: gate on real L7 "
+        "reachability instead. Other reasons (Invalid, NoResources, AddressNotUsable...) are errors. "
+        "Status exists only in objects read from a cluster: Gateways of a live read, a snapshot or a "
+        "kubectl dump are judged; manifests without status give not-run."
     )
     remediation = (
         "Read the Gateway's status conditions (kubectl describe gateway) and the operator's "

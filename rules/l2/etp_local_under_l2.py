@@ -14,15 +14,18 @@ class EtpLocalUnderL2(Rule):
     id = "etp-local-under-l2"
     severity = Severity.ERROR
     title = "LoadBalancer Service with externalTrafficPolicy Local under L2 announcements"
-    rationale = (
-        "With L2 announcements one elected node (the lease holder) answers ARP for a Service "
-        "IP and receives all its traffic. With externalTrafficPolicy: Local that node drops the "
-        "traffic whenever it runs no endpoint of the Service, so the IP works or not depending "
-        "on where the lease landed. Cilium lists eTP=Local as incompatible with L2 "
-        "announcements (Cilium docs, L2 Announcements, Limitations; 1.14 onwards). The "
-        "platform keeps eTP Cluster under L2 (ADR 0020); client addresses are preserved at L7 "
-        "by the Gateway (X-Forwarded-For). Only Services Cilium's L2 announcer handles count: "
-        "no loadBalancerClass, or io.cilium/l2-announcer."
+    rationale_fact = (
+        "With L2 announcements one elected node (the lease holder) answers ARP for a Service IP and "
+        "receives all its traffic. With externalTrafficPolicy: Local that node drops the traffic "
+        "whenever it runs no endpoint of the Service, so the IP works or not depending on where the "
+        "lease landed: Cilium lists eTP=Local as incompatible with L2 announcements. Only Services "
+        "Cilium's L2 announcer handles count: no loadBalancerClass, or io.cilium/l2-announcer."
+    )
+    rationale_decision = (
+        "The platform keeps externalTrafficPolicy Cluster under L2 announcements and preserves client "
+        "addresses at L7 in the Gateway (X-Forwarded-For), so any such Service is an error while L2 "
+        "announcements are on, or while an L2 policy selects it when the input does not show the "
+        "setting (ADR 0020)."
     )
     remediation = (
         "Set spec.externalTrafficPolicy to Cluster (the default) on the Service, or announce it "
@@ -40,18 +43,18 @@ class EtpLocalUnderL2(Rule):
             "L2 announcements are incompatible with externalTrafficPolicy: Local: the IP may be announced by a node "
             "without a local endpoint, and that traffic is dropped",
             "Cilium 1.14-1.16 docs (Limitations); not re-read on the 1.19 page",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
         Fact(
             "Only Services without loadBalancerClass, or with io.cilium/l2-announcer, are announced; a policy with no "
             "serviceSelector selects every Service, and announces LoadBalancer IPs only with loadBalancerIPs: true",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
         Fact(
             "enable-l2-announcements (Helm l2announcements.enabled) defaults to off",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
     )
     example_fail = """\

@@ -68,18 +68,21 @@ class L2ClientRateLimit(Rule):
     id = "l2-client-rate-limit"
     severity = Severity.WARNING
     title = "Agent API client rate limit too low for the L2-announced Services"
-    rationale = (
-        "With L2 announcements each announced Service is a Lease the elected agent renews through "
-        "the Kubernetes API at least once per renew deadline (l2-announcements-renew-deadline, "
-        "default 5s). Cilium's L2 guide sizes the agent client as QPS = announced Services / renew "
-        "deadline (65 Services with a 2s deadline need 32.5 QPS) with burst slightly above, and "
-        "warns the default budget is quickly exhausted: renewals then queue behind the rate limiter, "
-        "leases expire and IPs fail over or go unanswered. The guide still quotes 5 QPS / burst 10; "
-        "the agent's actual defaults are 10 / 20 since Cilium 1.17 (PRs #29445, #33821; the operator "
-        "has its own 100 / 200, irrelevant to leases). The rule counts the Services an L2 policy "
-        "announces (LoadBalancer IPs, or externalIPs when the policy says so), divides by the "
-        "effective renew deadline and compares with the effective k8s-client-qps and "
-        "k8s-client-burst (explicit or default). Only applies when L2 announcements are on."
+    rationale_fact = (
+        "With L2 announcements each announced Service is a Lease the elected agent renews through the "
+        "Kubernetes API at least once per renew deadline (l2-announcements-renew-deadline, default 5s). "
+        "Cilium's L2 guide sizes the agent client as QPS = announced Services / renew deadline, burst "
+        "slightly above, and warns the default budget is quickly exhausted: renewals queue behind the "
+        "rate limiter, leases expire and IPs fail over or go unanswered. The guide quotes 5 QPS / burst "
+        "10; the agent's defaults are 10 / 20 since Cilium 1.17 (the operator's own 100 / 200 do not "
+        "renew leases)."
+    )
+    rationale_decision = (
+        "When the platform arms L2 announcements, their leases must not starve: the rule counts the "
+        "Services an L2 policy announces (LoadBalancer IPs, or externalIPs when the policy says so), "
+        "divides by the effective renew deadline and compares with the effective k8s-client-qps and "
+        "k8s-client-burst (explicit or default), and warns when they fall short. It applies only when "
+        "L2 announcements are on."
     )
     remediation = (
         "Raise Helm k8sClientRateLimit.qps (cilium-config k8s-client-qps) to at least announced "
@@ -94,13 +97,15 @@ class L2ClientRateLimit(Rule):
         Fact(
             "Client QPS sizing: announced Services / lease renew deadline; burst slightly higher",
             "Cilium 1.14+ (L2 announcements guide)",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/",
+            also=("https://github.com/cilium/cilium/pull/26711",),
         ),
-        Fact("Lease renew deadline default 5s (l2-announcements-renew-deadline)", "Cilium 1.14+", "Documentation/network/l2-announcements.rst"),
+        Fact("Lease renew deadline default 5s (l2-announcements-renew-deadline)", "Cilium 1.14+", "https://docs.cilium.io/en/stable/network/l2-announcements/"),
         Fact(
             "Agent k8s-client-qps / k8s-client-burst default to 10 / 20 (the guide's 5 / 10 is stale)",
             "Cilium 1.17+ (1.15+ on Kubernetes >= 1.27)",
-            "cilium/cilium PRs #29445, #33821; pkg/defaults",
+            "https://github.com/cilium/cilium/pull/29445",
+            also=("https://github.com/cilium/cilium/pull/33821",),
         ),
     )
     references = (
@@ -165,7 +170,8 @@ spec: {type: LoadBalancer, ports: [{port: 53, protocol: UDP}]}
                 )
             renew = parsed
         version, _ = ctx.target_cilium_version()
-        defaults = (DEFAULT_QPS, DEFAULT_BURST) if version[:2] >= DEFAULTS_SINCE else (OLD_DEFAULT_QPS, OLD_DEFAULT_BURST)
+        current = version[:2] >= DEFAULTS_SINCE
+        defaults = (DEFAULT_QPS, DEFAULT_BURST) if current else (OLD_DEFAULT_QPS, OLD_DEFAULT_BURST)
         qps = _number(ctx, QPS_KEY, defaults[0], what)
         burst = _number(ctx, BURST_KEY, defaults[1], what)
         qps_setting = ctx.concrete_setting(QPS_KEY)

@@ -31,14 +31,17 @@ class L2PolicyWrongVersion(Rule):
     id = "l2-policy-wrong-version"
     severity = Severity.ERROR
     title = "CiliumL2AnnouncementPolicy written in an API version that is not served"
-    rationale = (
-        "Unlike CiliumLoadBalancerIPPool (promoted to cilium.io/v2 in 1.18), "
-        "CiliumL2AnnouncementPolicy has a single API version in Cilium 1.19, cilium.io/v2alpha1: the "
-        "repository defines no v2 CRD for it and a 1.19.4 cluster serves only v2alpha1. A policy "
-        "manifest \"upgraded\" to cilium.io/v2 along with the pools is rejected by the API server, so "
-        "the GitOps sync fails and no L2 announcement policy exists: LoadBalancer IPs are not answered "
-        "on the LAN. The platform pins the policy to v2alpha1 (ADR 0020). The rule uses the versions "
-        "the API serves when the input shows them (snapshot discovery or the CRD), else the 1.19 fact."
+    rationale_fact = (
+        "Unlike CiliumLoadBalancerIPPool (promoted to cilium.io/v2 in 1.18), CiliumL2AnnouncementPolicy "
+        "has a single API version in Cilium 1.19, cilium.io/v2alpha1: the repository defines no v2 CRD "
+        "for it and a 1.19.4 cluster serves only v2alpha1. A policy manifest \"upgraded\" to cilium.io/v2 "
+        "along with the pools is rejected by the API server, so the GitOps sync fails and no L2 "
+        "announcement policy exists."
+    )
+    rationale_decision = (
+        "The platform pins the policy to v2alpha1, so any other version is an error (ADR 0020). The "
+        "rule uses the versions the API serves when the input shows them (snapshot discovery or the "
+        "CRD), else the 1.19 fact."
     )
     remediation = "Write the policy as apiVersion: cilium.io/v2alpha1 (its spec is unchanged) and re-apply it."
     requires = (kinds.L2_ANNOUNCEMENT_POLICY,)
@@ -47,7 +50,8 @@ class L2PolicyWrongVersion(Rule):
         Fact(
             "CiliumL2AnnouncementPolicy is served only as cilium.io/v2alpha1 (no v2 CRD)",
             "Cilium 1.19 (1.19.4 observed)",
-            "pkg/k8s/apis/cilium.io/client/crds/ listing; Faisal-Hajari/ai-platform#15",
+            "https://github.com/cilium/cilium/tree/main/pkg/k8s/apis/cilium.io/client/crds/v2alpha1",
+            also=("https://github.com/Faisal-Hajari/ai-platform/issues/15",),
         ),
     )
     references = (

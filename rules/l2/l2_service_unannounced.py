@@ -24,19 +24,21 @@ class L2ServiceUnannounced(Rule):
     id = "l2-service-unannounced"
     severity = Severity.ERROR
     title = "LoadBalancer Service that no L2 policy or BGP advertisement announces"
-    rationale = (
-        "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster can reach "
-        "it until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true "
-        "whose serviceSelector matches the Service (L2, Cilium 1.14+), or, with the BGP control plane, "
-        "a cilium.io/v2 CiliumBGPAdvertisement entry with advertisementType Service, LoadBalancerIP "
-        "among its addresses and a selector matching the Service (an empty selector selects nothing). "
-        "CiliumBGPPeeringPolicy no longer counts: it was removed in 1.19. A Service with "
-        "loadBalancerClass io.cilium/l2-announcer is only eligible for L2 and one with "
-        "io.cilium/bgp-control-plane only for BGP; Services of another class are not Cilium's. The "
-        "platform exposes through the edge Gateway; when the LB-IPAM + L2 path is used, an "
-        "unannounced Service is an exposure that silently does not work. The rule runs only when L2 "
-        "announcements or the BGP control plane are on (cilium-config, else Helm values) and reads "
-        "the selecting objects, not the peering (peer configs are not checked)."
+    rationale_fact = (
+        "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster reaches it "
+        "until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true whose "
+        "serviceSelector matches the Service (L2, Cilium 1.14+), or, with the BGP control plane, a "
+        "cilium.io/v2 CiliumBGPAdvertisement entry with advertisementType Service, LoadBalancerIP among "
+        "its addresses and a selector matching the Service (an empty selector selects nothing); "
+        "CiliumBGPPeeringPolicy was removed in 1.19. A Service of class io.cilium/l2-announcer is "
+        "eligible only for L2, one of io.cilium/bgp-control-plane only for BGP; other classes are not "
+        "Cilium's."
+    )
+    rationale_decision = (
+        "The platform exposes through the edge Gateway; when its LB-IPAM + L2 path is used, an "
+        "unannounced Service is an exposure that silently does not work (error). The rule runs only "
+        "when L2 announcements or the BGP control plane are on (cilium-config, else Helm values) and "
+        "reads the selecting objects, not the peering."
     )
     remediation = (
         "Label the Service so an L2 announcement policy (loadBalancerIPs: true) or a BGP "
@@ -48,16 +50,18 @@ class L2ServiceUnannounced(Rule):
     cilium_settings = (L2_KEY, BGP_KEY, DEFAULT_LB_IPAM_KEY)
     facts = (
         Fact(
-            "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching serviceSelector "
+            "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching "
+            "serviceSelector "
             "(absent selector = all); the Service must have no loadBalancerClass or io.cilium/l2-announcer",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#service-selector",
         ),
         Fact(
             "BGP advertises a Service through CiliumBGPAdvertisement advertisementType Service with LoadBalancerIP; "
             "an empty selector selects nothing",
             "cilium.io/v2 BGP CRDs, 1.18+ (only option in 1.19)",
-            "CRD ciliumbgpadvertisements.yaml @1caf37d; cilium/cilium PR #42278",
+            "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumbgpadvertisements.yaml",
+            also=("https://github.com/cilium/cilium/pull/42278",),
         ),
     )
     references = (

@@ -249,12 +249,14 @@ def service_cidrs(snapshot: Snapshot) -> tuple[list[Range], str] | None:
         containers = as_list(as_mapping(pod.spec).get("containers"))
         for container in containers:
             container = as_mapping(container)
-            words = [w for w in as_list(container.get("command")) + as_list(container.get("args")) if isinstance(w, str)]
+            arguments = as_list(container.get("command")) + as_list(container.get("args"))
+            words = [w for w in arguments if isinstance(w, str)]
             for index, word in enumerate(words):
                 match = _FLAG_VALUE.match(word)
                 if not match:
                     continue
-                value = match.group(1) if match.group(1) is not None else (words[index + 1] if index + 1 < len(words) else "")
+                following = words[index + 1] if index + 1 < len(words) else ""
+                value = match.group(1) if match.group(1) is not None else following
                 ranges = [r for r in (parse_cidr(part) for part in _split_cidrs(value)) if r is not None]
                 if ranges:
                     return ranges, f"kube-apiserver --service-cluster-ip-range, Pod kube-system/{pod.name}"

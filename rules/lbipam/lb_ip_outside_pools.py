@@ -22,16 +22,20 @@ class LbIpOutsidePools(Rule):
     id = "lb-ip-outside-pools"
     severity = Severity.ERROR
     title = "LoadBalancer Service requests an IP that no usable LB-IPAM pool holds"
-    rationale = (
-        "A Service can ask LB-IPAM for specific addresses with the lbipam.cilium.io/ips annotation "
-        "(Cilium 1.16+ spelling), the older io.cilium/lb-ipam-ips, or spec.loadBalancerIP (deprecated "
-        "in Kubernetes since 1.24 but still honoured). LB-IPAM allocates a requested address only "
-        "from a pool that contains it, whose serviceSelector matches the Service, and which is not "
-        "disabled (a disabled pool makes no new allocations); otherwise the Service stays without "
-        "that address, and whatever points at it (DNS, firewall rules) points at nothing. Only "
-        "Services LB-IPAM handles count: no loadBalancerClass (unless default-lb-service-ipam hands "
-        "them elsewhere), io.cilium/l2-announcer or io.cilium/bgp-control-plane. Pools are indexed "
-        "by range, so each requested address costs a bisection, not a scan of every pool."
+    rationale_fact = (
+        "A Service asks LB-IPAM for specific addresses with the lbipam.cilium.io/ips annotation (Cilium "
+        "1.16+ spelling), the older io.cilium/lb-ipam-ips, or spec.loadBalancerIP (deprecated in "
+        "Kubernetes since 1.24, still honoured). LB-IPAM allocates a requested address only from a pool "
+        "that contains it, whose serviceSelector matches the Service, and which is not disabled; "
+        "otherwise the Service stays without that address, and whatever points at it (DNS, firewall "
+        "rules) points at nothing. LB-IPAM handles Services with no loadBalancerClass (unless "
+        "default-lb-service-ipam hands them elsewhere), io.cilium/l2-announcer or "
+        "io.cilium/bgp-control-plane."
+    )
+    rationale_decision = (
+        "An address the platform publishes must be one a pool can give: every requested address no "
+        "usable pool holds is an error. Pools are indexed by range, so each requested address costs a "
+        "bisection, not a scan of every pool."
     )
     remediation = (
         "Request an address inside a pool that selects the Service (or drop the request and let "
@@ -42,17 +46,19 @@ class LbIpOutsidePools(Rule):
     cilium_settings = (DEFAULT_LB_IPAM_KEY,)
     facts = (
         Fact(
-            "Requested IPs: lbipam.cilium.io/ips (comma-separated), legacy io.cilium/lb-ipam-ips and spec.loadBalancerIP are all read; "
+            "Requested IPs: lbipam.cilium.io/ips (comma-separated), legacy io.cilium/lb-ipam-ips and "
+            "spec.loadBalancerIP are all read; "
             "the pool's serviceSelector still applies",
             "new prefix 1.16+",
-            "cilium/cilium PR #30169; LB-IPAM code; Documentation/network/lb-ipam.rst",
+            "https://github.com/cilium/cilium/pull/30169",
+            also=("https://docs.cilium.io/en/stable/network/lb-ipam/#requesting-ips",),
         ),
-        Fact("spec.disabled: a disabled pool makes no new allocations", "Cilium 1.13+", "CRD ciliumloadbalancerippools.yaml"),
+        Fact("spec.disabled: a disabled pool makes no new allocations", "Cilium 1.13+", "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml"),
         Fact(
             "LB-IPAM serves Services with no loadBalancerClass (per default-lb-service-ipam, default lbipam), "
             "io.cilium/l2-announcer or io.cilium/bgp-control-plane; other classes are ignored",
             "default-lb-service-ipam 1.17+",
-            "cilium/cilium PR #35074; Documentation/network/lb-ipam.rst",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/#loadbalancerclass",
         ),
     )
     references = (
@@ -91,7 +97,9 @@ spec: {type: LoadBalancer, ports: [{port: 5432}]}
 """
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        default_ipam = ctx.setting_if_set(DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves")
+        default_ipam = ctx.setting_if_set(
+            DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves"
+        )
         requests: list[tuple[K8sObject, list[tuple[str, str]]]] = []
         for service in snapshot.of_kind(kinds.SERVICE):
             if not lb_ipam_handles(service, default_ipam.value if default_ipam else None):

@@ -28,17 +28,19 @@ class LbPoolNotArmed(Rule):
     id = "lb-pool-not-armed"
     severity = Severity.ERROR
     title = "LB-IPAM pool present while the posture keeps LB-IPAM + L2 unarmed"
-    rationale = (
+    rationale_fact = (
+        "LB-IPAM is always enabled but dormant until the first CiliumLoadBalancerIPPool exists (Cilium "
+        "1.13+): creating a pool wakes it, and every LoadBalancer Service its selector matches gets an "
+        "address, reachable from the LAN as soon as an L2 announcement policy or a BGP advertisement "
+        "covers it. A pool with spec.disabled: true makes no new allocations."
+    )
+    rationale_decision = (
         "In the platform's design the edge Gateway runs in hostNetwork and LB-IPAM with L2 "
         "announcements is an optional production path, armed only on purpose (posture "
-        "exposure.lbIpamL2, default false; ADR 0020). LB-IPAM is always enabled but dormant until the "
-        "first CiliumLoadBalancerIPPool exists (Cilium 1.13+): creating a pool wakes it, and every "
-        "LoadBalancer Service its selector matches gets an address, reachable from the LAN as soon as "
-        "an L2 announcement policy or a BGP advertisement covers it. A pool while the posture says "
-        "unarmed is therefore an exposure path opened outside the design. Severity follows what the "
-        "input shows: error when L2 announcements or the BGP control plane are on or an L2 policy "
-        "announces LoadBalancer IPs, warning when nothing announcing is shown. A pool with "
-        "spec.disabled: true makes no new allocations and passes (a staged pool)."
+        "exposure.lbIpamL2, default false; ADR 0020). A pool while the posture says unarmed is an "
+        "exposure path opened outside the design: an error when L2 announcements or the BGP control "
+        "plane are on or an L2 policy announces LoadBalancer IPs, a warning when nothing announcing is "
+        "shown. A disabled (staged) pool passes."
     )
     remediation = (
         "Delete the pool (or set spec.disabled: true) while the path is not armed, or arm it on "
@@ -49,8 +51,8 @@ class LbPoolNotArmed(Rule):
     cilium_settings = (L2_KEY, BGP_KEY)
     posture_fields = ("exposure.lbIpamL2",)
     facts = (
-        Fact("LB-IPAM is always enabled but dormant until the first pool is created", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
-        Fact("spec.disabled: true stops new allocations, existing ones are kept", "Cilium 1.13+", "CRD ciliumloadbalancerippools.yaml"),
+        Fact("LB-IPAM is always enabled but dormant until the first pool is created", "Cilium 1.13+", "https://docs.cilium.io/en/stable/network/lb-ipam/"),
+        Fact("spec.disabled: true stops new allocations, existing ones are kept", "Cilium 1.13+", "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml"),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
     example_fail = """\

@@ -40,19 +40,20 @@ class LbPoolOverlap(Rule):
     id = "lb-pool-overlap"
     severity = Severity.ERROR
     title = "LB-IPAM pool overlapping another pool, the pod CIDR or the Service CIDR"
-    rationale = (
+    rationale_fact = (
         "LB-IPAM treats overlapping CiliumLoadBalancerIPPools as a soft error: the pool added last is "
-        "marked with the cilium.io/PoolConflict condition and stops allocating (lb-ipam docs, "
-        "Cilium 1.13+), so which pool works depends on creation order. A pool overlapping the pod "
-        "CIDR or the Service CIDR hands out LoadBalancer IPs the cluster already routes to pods or "
-        "Services. The platform keeps its pools in a range reserved on the node network (ADR 0020). "
-        "Ranges are compared as integers (blocks with cidr or start/stop, legacy spec.cidrs) in one "
-        "sorted sweep. The pod CIDR is cilium-config cluster-pool-ipv4-cidr/-ipv6-cidr (cluster-pool "
-        "IPAM, from the ConfigMap or Helm ipam.operator.clusterPoolIPv4PodCIDRList) and the Nodes' "
-        "spec.podCIDRs; the Service CIDR is the kube-apiserver static Pod's "
-        "--service-cluster-ip-range, else kubeadm's ClusterConfiguration serviceSubnet "
-        "(kube-system/kubeadm-config). Checks whose range the input does not show are skipped. "
-        "Two blocks of one pool overlapping each other are reported as a warning."
+        "marked cilium.io/PoolConflict and stops allocating (Cilium 1.13+), so which pool works depends "
+        "on creation order. A pool overlapping the pod CIDR or the Service CIDR hands out LoadBalancer "
+        "IPs the cluster already routes to pods or Services."
+    )
+    rationale_decision = (
+        "The platform keeps its pools in a range reserved on the node network (ADR 0020), so any "
+        "overlap is an error, and two blocks of one pool overlapping each other a warning. Ranges are "
+        "compared as integers in one sorted sweep. The pod CIDR is cilium-config cluster-pool-ipv4-cidr "
+        "/ cluster-pool-ipv6-cidr (cluster-pool IPAM, from the ConfigMap or the Helm values) and the "
+        "Nodes' spec.podCIDRs; the Service CIDR is the kube-apiserver static Pod's "
+        "--service-cluster-ip-range, else kubeadm's ClusterConfiguration serviceSubnet. Checks whose "
+        "range the input does not show are skipped."
     )
     remediation = (
         "Give each pool a range of its own, outside the pod and Service CIDRs (shrink or move the "
@@ -65,17 +66,19 @@ class LbPoolOverlap(Rule):
         Fact(
             "Overlapping pools: the last added is marked cilium.io/PoolConflict and stops allocating",
             "Cilium 1.13+",
-            "Documentation/network/lb-ipam.rst",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
         ),
         Fact(
             "Pool ranges: spec.blocks with cidr or start/stop (a lone start is one IP); spec.cidrs removed",
             "blocks 1.15+, cidrs removed 1.16",
-            "cilium/cilium PR #33151; CRD ciliumloadbalancerippools.yaml",
+            "https://github.com/cilium/cilium/pull/33151",
+            also=("https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml",),
         ),
         Fact(
-            "Helm ipam.operator.clusterPoolIPv4PodCIDRList renders cluster-pool-ipv4-cidr (space-joined) in cluster-pool IPAM",
+            "Helm ipam.operator.clusterPoolIPv4PodCIDRList renders cluster-pool-ipv4-cidr (space-joined) in "
+            "cluster-pool IPAM",
             "Cilium chart",
-            "install/kubernetes/cilium/templates/cilium-configmap.yaml",
+            "https://github.com/cilium/cilium/blob/002c6fff44159c64bdb86ebfb145157b33eb997f/install/kubernetes/cilium/templates/cilium-configmap.yaml",
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
@@ -130,7 +133,7 @@ spec:
             if severity.rank > worst.rank:
                 problems[id(pool)] = (pool, texts, severity)
 
-        for (a_range, (a_kind, a_pool, a_text)), (b_range, (b_kind, b_pool, b_text)) in overlapping_pairs(entries):
+        for (_, (a_kind, a_pool, a_text)), (_, (b_kind, b_pool, b_text)) in overlapping_pairs(entries):
             if a_kind == "cluster" and b_kind == "cluster":
                 continue
             if a_pool is not None and b_pool is not None:

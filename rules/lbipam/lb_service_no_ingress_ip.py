@@ -15,17 +15,20 @@ class LbServiceNoIngressIp(Rule):
     id = "lb-service-no-ingress-ip"
     severity = Severity.WARNING
     title = "Cilium LoadBalancer Service without an address in status.loadBalancer.ingress"
-    rationale = (
-        "A LoadBalancer Service is reachable only once an address shows in "
-        "status.loadBalancer.ingress. For the Services Cilium handles (no loadBalancerClass unless "
-        "default-lb-service-ipam says otherwise, io.cilium/l2-announcer, io.cilium/bgp-control-plane, "
-        "or io.cilium/node for Node IPAM) an empty status means LB-IPAM could not allocate: no pool "
-        "(LB-IPAM is dormant until the first pool exists), no pool selecting the Service, a "
-        "conflicting or exhausted pool, or a requested IP outside the pools. LB-IPAM records why in "
-        "the Service condition io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in "
-        "later releases), quoted when present. Manifests never carry status, so the rule judges "
-        "only Services read from a cluster (a live read, a snapshot, or a kubectl dump: objects with "
-        "the uid and resourceVersion the API server sets), where an empty status is a fact, not an absence."
+    rationale_fact = (
+        "A LoadBalancer Service is reachable only once an address shows in status.loadBalancer.ingress. "
+        "For the Services Cilium handles (no loadBalancerClass unless default-lb-service-ipam says "
+        "otherwise, io.cilium/l2-announcer, io.cilium/bgp-control-plane, or io.cilium/node for Node "
+        "IPAM) an empty status means LB-IPAM could not allocate: no pool (LB-IPAM is dormant until the "
+        "first one), none selecting the Service, a conflicting or exhausted pool, or a requested IP "
+        "outside the pools. LB-IPAM records why in the Service condition "
+        "io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in later releases)."
+    )
+    rationale_decision = (
+        "A LoadBalancer Service the platform runs must have its address: one without is a warning, "
+        "quoting the IPAM condition when present. Manifests never carry status, so only Services read "
+        "from a cluster are judged (a live read, a snapshot, a kubectl dump), where an empty status is "
+        "a fact, not an absence."
     )
     remediation = (
         "Read the Service's IPAM condition, then add or fix a pool that selects it (or fix its "
@@ -34,12 +37,13 @@ class LbServiceNoIngressIp(Rule):
     requires = (kinds.SERVICE,)
     cilium_settings = (DEFAULT_LB_IPAM_KEY,)
     facts = (
-        Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
+        Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "https://docs.cilium.io/en/stable/network/lb-ipam/"),
         Fact(
             "Service condition on failed allocation: io.cilium/lb-ipam-request-satisfied (1.15 docs) / "
             "cilium.io/IPAMRequestSatisfied (seen on 1.16.2) — PARTIAL, both accepted",
             "Cilium 1.15 / 1.16+",
-            "Documentation/network/lb-ipam.rst; cilium/cilium issue #30692",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
+            also=("https://github.com/cilium/cilium/issues/30692",),
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)

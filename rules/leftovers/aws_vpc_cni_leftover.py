@@ -16,14 +16,16 @@ class AwsVpcCniLeftover(Rule):
     id = "aws-vpc-cni-leftover"
     severity = Severity.ERROR
     title = "AWS VPC CNI DaemonSet aws-node present beside Cilium"
-    rationale = (
-        "The platform is bare-metal kubeadm with Cilium as the only CNI. The AWS VPC CNI's "
-        "DaemonSet kube-system/aws-node is a second CNI plugin on every node; Cilium coexists "
-        "with it only in chaining mode, cni-chaining-mode=aws-cni (Helm cni.chainingMode), "
-        "where the AWS plugin sets up pod networking and Cilium runs behind it. Outside that "
-        "mode it is a second CNI on every node whose agent and CNI configuration compete with "
-        "Cilium's, and on bare metal it has no function at all. The rule needs the Cilium "
-        "configuration to tell chaining from a leftover; without it the verdict is not-run."
+    rationale_fact = (
+        "The AWS VPC CNI runs as DaemonSet kube-system/aws-node, a CNI plugin on every node. Cilium "
+        "coexists with it only in chaining mode, cni-chaining-mode=aws-cni (Helm cni.chainingMode), "
+        "where the AWS plugin sets up pod networking and Cilium runs behind it; outside that mode its "
+        "agent and CNI configuration compete with Cilium's."
+    )
+    rationale_decision = (
+        "The platform is bare-metal kubeadm with Cilium as the only CNI, where aws-node has no function "
+        "at all: present without chaining, it is an error. The rule needs the Cilium configuration to "
+        "tell chaining from a leftover; without it the verdict is not-run."
     )
     remediation = (
         "Delete the aws-node DaemonSet in kube-system (and the AWS VPC CNI's configuration on "

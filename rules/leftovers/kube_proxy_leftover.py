@@ -18,7 +18,8 @@ REPLACEMENT_ON = ("true", "strict")
 # reinstall kube-proxy; the RBAC objects are inert but should go with them.
 LEFTOVERS: tuple[tuple[str, str | None, str, Severity | None, str], ...] = (
     (kinds.DAEMONSET, "kube-system", "kube-proxy", None, "kube-proxy still runs beside Cilium's eBPF replacement"),
-    (kinds.CONFIGMAP, "kube-system", "kube-proxy", Severity.WARNING, "kubeadm upgrade reinstalls kube-proxy while this ConfigMap exists"),
+    (kinds.CONFIGMAP, "kube-system", "kube-proxy", Severity.WARNING,
+     "kubeadm upgrade reinstalls kube-proxy while this ConfigMap exists"),
     (kinds.SERVICE_ACCOUNT, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
     (kinds.CLUSTER_ROLE_BINDING, None, "kubeadm:node-proxier", Severity.INFO, "kube-proxy RBAC leftover"),
     (kinds.ROLE, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
@@ -30,16 +31,19 @@ class KubeProxyLeftover(Rule):
     id = "kube-proxy-leftover"
     severity = Severity.ERROR
     title = "kube-proxy objects present while Cilium replaces kube-proxy"
-    rationale = (
-        "The platform runs Cilium with kubeProxyReplacement=true: Services are load-balanced "
-        "by eBPF and kube-proxy must be gone (cluster bootstrapped with kubeadm "
-        "--skip-phases=addon/kube-proxy). A kube-proxy DaemonSet left running programs its own "
-        "iptables Service rules beside Cilium's datapath, so two implementations answer for the "
-        "same Service IPs; a kube-proxy ConfigMap left behind makes `kubeadm upgrade` reinstall "
-        "kube-proxy (Cilium docs, Kubernetes Without kube-proxy). The ServiceAccount, "
-        "ClusterRoleBinding kubeadm:node-proxier and Role/RoleBinding kube-proxy are inert "
-        "leftovers, reported at info. Whether replacement is on comes from cilium-config "
-        "(kube-proxy-replacement); when the input does not show it, the rule does not guess."
+    rationale_fact = (
+        "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding "
+        "kube-proxy in kube-system and ClusterRoleBinding kubeadm:node-proxier. Once Cilium replaces "
+        "kube-proxy, a kube-proxy DaemonSet left running programs its own iptables Service rules beside "
+        "Cilium's datapath, so two implementations answer for the same Service IPs, and a kube-proxy "
+        "ConfigMap left behind makes `kubeadm upgrade` reinstall kube-proxy. The RBAC objects are "
+        "inert."
+    )
+    rationale_decision = (
+        "The platform runs kubeProxyReplacement=true on a cluster bootstrapped without kube-proxy: the "
+        "DaemonSet is an error, the ConfigMap a warning, the RBAC objects info. Whether replacement is "
+        "on comes from the Cilium configuration (kube-proxy-replacement); when the input does not show "
+        "it, the rule does not guess."
     )
     remediation = (
         "Delete the kube-proxy DaemonSet and ConfigMap in kube-system (then its ServiceAccount, "
@@ -58,18 +62,20 @@ class KubeProxyLeftover(Rule):
             "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding kube-proxy "
             "in kube-system and ClusterRoleBinding kubeadm:node-proxier",
             "kubeadm (all current releases)",
-            "kubernetes cmd/kubeadm/app/phases/addons/proxy/proxy.go",
+            "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
         ),
         Fact(
-            "Replacing kube-proxy: skip the addon (kubeadm init --skip-phases=addon/kube-proxy) or delete the DaemonSet "
+            "Replacing kube-proxy: skip the addon (kubeadm init --skip-phases=addon/kube-proxy) or delete the "
+            "DaemonSet "
             "and ConfigMap (so kubeadm upgrade does not reinstall it) and flush the KUBE-* iptables rules",
             "Cilium 1.16+",
-            "Documentation/network/kubernetes/kubeproxy-free.rst",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         ),
         Fact(
             "kube-proxy-replacement takes true/false; strict/partial/disabled were removed",
             "Cilium 1.16+ (deprecated 1.14)",
-            "cilium/cilium PRs #26577, #31286",
+            "https://github.com/cilium/cilium/pull/26577",
+            also=("https://github.com/cilium/cilium/pull/31286",),
         ),
     )
     example_fail = """\

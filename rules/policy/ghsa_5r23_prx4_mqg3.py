@@ -21,14 +21,17 @@ class GhsaHostFirewallBypass(Rule):
     id = "ghsa-5r23-prx4-mqg3"
     severity = Severity.ERROR
     title = "Cilium affected by GHSA-5r23-prx4-mqg3 (host policies not enforced)"
-    rationale = (
-        "GHSA-5r23-prx4-mqg3 (CVE-2026-26963, CVSS 3.1 medium): on Cilium 1.18.0 through 1.18.5, "
-        "when native routing (routing-mode: native), WireGuard (enable-wireguard) and node "
-        "encryption (encrypt-node) are all enabled, host firewall policies wrongly allow "
-        "traffic from pods on other nodes. It matters only with the host firewall on "
-        "(enable-host-firewall), i.e. when host policies are relied on; all four are off by "
-        "default. Fixed in 1.18.6; 1.19 is not listed as affected. The platform enables "
-        "WireGuard, so the other three settings decide. The version comes from the agent "
+    rationale_fact = (
+        "GHSA-5r23-prx4-mqg3 (CVE-2026-26963, CVSS 3.1 medium): on Cilium 1.18.0 through 1.18.5, when "
+        "native routing (routing-mode: native), WireGuard (enable-wireguard) and node encryption "
+        "(encrypt-node) are all enabled, host firewall policies wrongly allow traffic from pods on "
+        "other nodes. It matters only with the host firewall on (enable-host-firewall), when host "
+        "policies are relied on; all four are off by default. Fixed in 1.18.6; 1.19 is not listed as "
+        "affected."
+    )
+    rationale_decision = (
+        "The platform enables WireGuard and relies on host policies where the host firewall is on, so "
+        "an affected version with all four settings on is an error. The version comes from the agent "
         "image tag; without it, or without the Cilium configuration, the verdict is not-run."
     )
     remediation = (
@@ -97,9 +100,9 @@ spec:
         version_setting = ctx.setting(VERSION_KEY, unknown_because=what)
         version = version_setting.as_version() if version_setting is not None else None
         if version_setting is None or version is None:
-            shown = (
-                f"agent image tag {version_setting.value!r} is not a version" if version_setting else "no agent image tag"
-            )
+            shown = "no agent image tag"
+            if version_setting is not None:
+                shown = f"agent image tag {version_setting.value!r} is not a version"
             raise NotRun(f"{what}: the Cilium version is unknown ({shown})")
         ctx.examined(ctx.configuration_anchor(version_setting)[0])
         if not AFFECTED_FROM <= version < FIXED_IN:
