@@ -25,6 +25,7 @@ from auditor.model import (
     as_mapping,
     as_str,
     conditions,
+    crd_served_versions,
     is_placeholder,
     string_labels,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "as_str",
     "cilium_keys",
     "conditions",
+    "crd_served_versions",
     "image_name",
     "image_tag_version",
     "is_empty_selector",

@@ -274,6 +274,15 @@ def conditions(obj: K8sObject) -> dict[str, dict[str, Any]]:
     return found
 
 
+def crd_served_versions(crd: K8sObject) -> list[str]:
+    """The versions a CustomResourceDefinition serves (`spec.versions[].served: true`), in its order."""
+    return [
+        name
+        for version in as_list(crd.spec.get("versions"))
+        if as_mapping(version).get("served") is True and isinstance(name := as_mapping(version).get("name"), str)
+    ]
+
+
 # A Flux post-build substitution (`${CLUSTER_NAME}`) GitOps input leaves for later.
 _PLACEHOLDER = re.compile(r"\$\{[^}]*\}")
 

@@ -13,8 +13,7 @@ from auditor.api import (
     RuleContext,
     Severity,
     Snapshot,
-    as_list,
-    as_mapping,
+    crd_served_versions,
     kinds,
     version_line,
 )
@@ -33,14 +32,6 @@ def _is_gateway_api_crd(crd: K8sObject) -> bool:
     if isinstance(group, str):
         return group == GATEWAY_API_GROUP
     return crd.name.endswith(f".{GATEWAY_API_GROUP}")
-
-
-def _served_versions(crd: K8sObject) -> list[str]:
-    return [
-        name
-        for v in as_list(crd.spec.get("versions"))
-        if as_mapping(v).get("served") is True and isinstance(name := as_mapping(v).get("name"), str)
-    ]
 
 
 def _text(version: tuple[int, ...]) -> str:
@@ -157,7 +148,7 @@ spec:
                         f"(Cilium {ctx.posture.cilium_version_line} targets {_text(expected)})",
                     ))
             if on_119 and crd.name == TLSROUTE_CRD:
-                served = _served_versions(crd)
+                served = crd_served_versions(crd)
                 if served and "v1alpha2" not in served:
                     problems.append((
                         Severity.ERROR,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, as_list, as_mapping, kinds
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, crd_served_versions, kinds
 
 GROUP = "cilium.io"
 KNOWN_VERSIONS = ("v2alpha1",)  # the only version in Cilium 1.19 (docs/cilium-facts.md §2.1)
@@ -18,10 +18,7 @@ def served_versions(snapshot: Snapshot) -> tuple[list[str], str]:
         return list(listed), "served by the API server (discovery)"
     crd = snapshot.get(kinds.CRD, None, CRD_NAME)
     if crd is not None:
-        served = [
-            name for v in as_list(crd.spec.get("versions"))
-            if as_mapping(v).get("served") is True and isinstance(name := as_mapping(v).get("name"), str)
-        ]
+        served = crd_served_versions(crd)
         if served:
             return served, f"served per CustomResourceDefinition {CRD_NAME}"
     return list(KNOWN_VERSIONS), "the only version Cilium 1.19 defines"
