@@ -4,7 +4,9 @@ A plain values file (`audit --cilium-values FILE`), a Flux `HelmRelease` or an
 Argo CD `Application` of the `cilium` chart: each becomes a `HelmValues`
 (values, where they came from, the line of every key of a values file), and
 `helm_settings` maps its values to the keys the chart renders into the
-cilium-config ConfigMap and the agent DaemonSet (docs/cilium-facts.md §8).
+cilium-config ConfigMap and the agent DaemonSet: the single-value keys by the
+table of auditor/cilium/keys.py, the derived ones (encryption, cluster-pool
+CIDRs, policy enforcement, agent image) by `derived_settings`.
 auditor.cilium.config merges them with the live objects.
 """
 
