@@ -31,7 +31,7 @@ from auditor.model import (
 )
 from auditor.posture import Posture
 from auditor.registry import RuleSet
-from auditor.rule import NotRun, Rule, RuleContext, unmet_requirement
+from auditor.rule import NotRun, Rule, RuleContext, kinds_read_by, unmet_requirement
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
 
@@ -202,7 +202,7 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
         result.status = RuleStatus.ERROR if state is CoverageState.FAILED else RuleStatus.NOT_RUN
         result.reason = reason
         return result
-    ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium)
+    ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium, rule=rule)
     try:
         findings: list[Finding] = []
         for finding in rule.check(snapshot, ctx):
@@ -253,8 +253,7 @@ def run(
             RuleResult(plugin.id, "(plugin failed to load)", Severity.ERROR, RuleStatus.ERROR, plugin.reason))
     results.sort(key=lambda r: r.id)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
-    kinds_read = sorted({gk for rule in rule_set.rules for gk in rule.kinds_read()})
-    coverage = {gk: snapshot.coverage(gk) for gk in kinds_read}
+    coverage = {gk: snapshot.coverage(gk) for gk in kinds_read_by(rule_set.rules)}
     rules_run = {r.id for r in results if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
     return AuditResult(
         snapshot=snapshot,

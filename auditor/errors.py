@@ -25,7 +25,7 @@ class InputError(AuditError):
     """Input that cannot be read: unreadable path, malformed file, hostile document."""
 
     @classmethod
-    def at(cls, path: str, line: int | None, problem: str) -> "InputError":
+    def at(cls, path: str, line: int | None, problem: str) -> InputError:
         where = f"{path}:{line}" if line else path
         return cls(f"{where}: {problem}")
 

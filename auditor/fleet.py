@@ -38,21 +38,8 @@ def _merge_coverage(parts: list[tuple[str, Coverage]]) -> Coverage:
     return Coverage(state, reason)
 
 
-def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
-                clusters: list[FleetCluster] | None = None) -> AuditResult:
-    """One result for several clusters: `parts` are (cluster name, that cluster's result).
-
-    Findings are tagged with their cluster; a rule's status is the worst of
-    its statuses, its reason names each cluster that reached no verdict; the
-    finding counts of the summary are therefore the sums over the clusters.
-    Exception usage adds up the matches (an entry is used if used anywhere);
-    coverage is the worst state per kind, naming each cluster when they differ.
-    `snapshot` is the fleet's (mode "fleet"); `clusters` what each cluster was
-    and what became of it, in the order given.
-    """
-    if not parts:
-        raise ValueError("a fleet needs at least one cluster")
-    first = parts[0][1]
+def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
+    """Each rule once: the worst status, the reasons and findings of every cluster (tagged), sorted by id."""
     rule_ids: list[str] = []
     per_rule: dict[str, list[tuple[str, RuleResult]]] = {}
     for name, result in parts:
@@ -72,6 +59,11 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
                                 template.rule))
     rules.sort(key=lambda r: r.id)
+    return rules
+
+
+def _merge_exception_usage(parts: list[tuple[str, AuditResult]]) -> list[ExceptionUsage]:
+    """Each entry once: matches added up, the most telling status (used anywhere is used)."""
     usage: dict[str, ExceptionUsage] = {}
     for _, result in parts:
         for entry_usage in result.exceptions:
@@ -83,6 +75,26 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
             seen.matched += entry_usage.matched
             if _USAGE_RANK[entry_usage.status] > _USAGE_RANK[seen.status]:
                 seen.status = entry_usage.status
+    return list(usage.values())
+
+
+def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
+                clusters: list[FleetCluster] | None = None) -> AuditResult:
+    """One result for several clusters: `parts` are (cluster name, that cluster's result).
+
+    Findings are tagged with their cluster; a rule's status is the worst of
+    its statuses, its reason names each cluster that reached no verdict; the
+    finding counts of the summary are therefore the sums over the clusters.
+    Exception usage adds up the matches (an entry is used if used anywhere);
+    coverage is the worst state per kind, naming each cluster when they differ.
+    `snapshot` is the fleet's (mode "fleet"); `clusters` what each cluster was
+    and what became of it, in the order given.
+    """
+    if not parts:
+        raise ValueError("a fleet needs at least one cluster")
+    first = parts[0][1]
+    rules = _merge_rules(parts)
+    usage = _merge_exception_usage(parts)
     kinds = sorted({gk for _, result in parts for gk in result.coverage})
     coverage = {
         gk: _merge_coverage([(name, result.coverage[gk]) for name, result in parts if gk in result.coverage])
@@ -93,7 +105,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         snapshot=snapshot,
         rules=rules,
         findings=sorted((f for r in rules for f in r.findings), key=lambda f: f.sort_key),
-        exceptions=list(usage.values()),
+        exceptions=usage,
         exceptions_path=first.exceptions_path,
         coverage=coverage,
         as_of=first.as_of,

@@ -34,6 +34,7 @@ CRD = "CustomResourceDefinition.apiextensions.k8s.io"
 VALIDATING_WEBHOOK_CONFIGURATION = "ValidatingWebhookConfiguration.admissionregistration.k8s.io"
 
 # Cilium
+BGP_ADVERTISEMENT = "CiliumBGPAdvertisement.cilium.io"
 CILIUM_NETWORK_POLICY = "CiliumNetworkPolicy.cilium.io"
 CILIUM_CLUSTERWIDE_NETWORK_POLICY = "CiliumClusterwideNetworkPolicy.cilium.io"
 LB_IP_POOL = "CiliumLoadBalancerIPPool.cilium.io"
@@ -45,6 +46,11 @@ GATEWAY_CLASS = "GatewayClass.gateway.networking.k8s.io"
 HTTP_ROUTE = "HTTPRoute.gateway.networking.k8s.io"
 # cert-manager Certificates name the Secrets Gateway listeners reference
 CERT_MANAGER_CERTIFICATE = "Certificate.cert-manager.io"
+
+# GitOps controllers whose objects may carry Cilium's Helm values (auditor/cilium/helm_values.py)
+HELM_RELEASE = "HelmRelease.helm.toolkit.fluxcd.io"
+OCI_REPOSITORY = "OCIRepository.source.toolkit.fluxcd.io"
+ARGO_APPLICATION = "Application.argoproj.io"
 
 # MetalLB (a load balancer Cilium LB-IPAM + L2 announcements replace)
 METALLB_IP_ADDRESS_POOL = "IPAddressPool.metallb.io"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 # API groups whose kinds moved: old manifests (extensions/v1beta1 Deployment,
 # extensions/v1beta1 NetworkPolicy) still describe the same thing, so they are
@@ -47,7 +48,7 @@ def group_kind(group: str, kind: str) -> str:
     return f"{kind}.{group}" if group else kind
 
 
-def _mapping(value: Any) -> dict:
+def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -66,7 +67,7 @@ class Severity(enum.Enum):
         return tuple(sorted(cls, key=lambda severity: -severity.rank))
 
     @classmethod
-    def parse(cls, text: str) -> "Severity":
+    def parse(cls, text: str) -> Severity:
         try:
             return cls(text.lower())
         except ValueError:
@@ -124,9 +125,9 @@ class ObjectRef:
 class K8sObject:
     """One Kubernetes object as read from input or from the API server."""
 
-    __slots__ = ("raw", "api_version", "group", "version", "kind", "gk", "namespace", "name", "source")
+    __slots__ = ("api_version", "gk", "group", "kind", "name", "namespace", "raw", "source", "version")
 
-    def __init__(self, raw: dict, source: Source | None = None) -> None:
+    def __init__(self, raw: dict[str, Any], source: Source | None = None) -> None:
         # Callers guarantee (see `from_mapping`) that identity fields are strings.
         self.raw = raw
         self.api_version: str = raw["apiVersion"]
@@ -165,27 +166,28 @@ class K8sObject:
         return None
 
     @property
-    def metadata(self) -> dict:
-        return self.raw["metadata"]
+    def metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = self.raw["metadata"]  # a mapping: `identity_problem` checked it
+        return metadata
 
     @property
-    def labels(self) -> dict:
+    def labels(self) -> dict[str, Any]:
         return _mapping(self.raw["metadata"].get("labels"))
 
     @property
-    def annotations(self) -> dict:
+    def annotations(self) -> dict[str, Any]:
         return _mapping(self.raw["metadata"].get("annotations"))
 
     @property
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return _mapping(self.raw.get("spec"))
 
     @property
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return _mapping(self.raw.get("status"))
 
     @property
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         """`data` of a ConfigMap (never read for Secrets)."""
         return _mapping(self.raw.get("data"))
 
@@ -202,7 +204,9 @@ class K8sObject:
         to tell "the status is empty" from "this is a manifest, there is no status".
         """
         meta = self.raw["metadata"]
-        return all(isinstance(meta.get(key), str) and meta.get(key) for key in ("uid", "resourceVersion", "creationTimestamp"))
+        return all(
+            isinstance(meta.get(key), str) and meta.get(key) for key in ("uid", "resourceVersion", "creationTimestamp")
+        )
 
     def __repr__(self) -> str:
         return f"<{self.api_version} {self.ref.display}>"
@@ -235,7 +239,7 @@ class Finding:
     cluster: str | None = None
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, str]:
         source = self.source
         return (
             self.cluster or "",
@@ -250,18 +254,47 @@ class Finding:
         )
 
 
-def as_mapping(value: Any) -> dict:
+def as_mapping(value: Any) -> dict[str, Any]:
     """`value` if it is a mapping, else an empty one (for nested spec fields)."""
     return _mapping(value)
 
 
-def as_list(value: Any) -> list:
+def as_list(value: Any) -> list[Any]:
     """`value` if it is a list, else an empty one."""
     return value if isinstance(value, list) else []
 
 
 def as_str(value: Any, default: str = "") -> str:
     return value if isinstance(value, str) else default
+
+
+def conditions(obj: K8sObject) -> dict[str, dict[str, Any]]:
+    """`status.conditions` by type (malformed entries skipped; the last one of a type wins)."""
+    found: dict[str, dict[str, Any]] = {}
+    for condition in as_list(obj.status.get("conditions")):
+        condition = as_mapping(condition)
+        kind = condition.get("type")
+        if isinstance(kind, str):
+            found[kind] = condition
+    return found
+
+
+def crd_served_versions(crd: K8sObject) -> list[str]:
+    """The versions a CustomResourceDefinition serves (`spec.versions[].served: true`), in its order."""
+    return [
+        name
+        for version in as_list(crd.spec.get("versions"))
+        if as_mapping(version).get("served") is True and isinstance(name := as_mapping(version).get("name"), str)
+    ]
+
+
+# A Flux post-build substitution (`${CLUSTER_NAME}`) GitOps input leaves for later.
+_PLACEHOLDER = re.compile(r"\$\{[^}]*\}")
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether `value` holds a substitution the input does not resolve (`${VAR}`)."""
+    return _PLACEHOLDER.search(value) is not None
 
 
 def string_labels(labels: Mapping[Any, Any]) -> dict[str, str]:

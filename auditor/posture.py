@@ -8,10 +8,12 @@ any of them; it is validated against `auditor/data/posture.schema.json`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import Any
 
 from auditor.config_files import load_validated, unknown_rule
 from auditor.errors import ConfigError
@@ -24,8 +26,30 @@ BENCH_POOL_RANGE = "192.168.67.240-192.168.67.250"
 DEPRECATED_MODES = {"lb-ipam": "gateway", "hostport": "gateway"}
 
 
+# The posture file's fields rules read, as rules declare them (`Rule.posture_fields`),
+# and the Posture attribute holding each. The rest of the file (severity, clusters)
+# is read by the engine and the live reader, not by rules.
+FIELDS: dict[str, str] = {
+    "exposure.mode": "exposure_mode",
+    "exposure.gatewayHostNetwork": "gateway_host_network",
+    "exposure.lbIpamL2": "lb_ipam_l2_armed",
+    "exposure.approvedLbIpamRanges": "approved_lb_ipam_ranges",
+    "defaultDeny.excludedNamespaces": "excluded_namespaces",
+    "expected.ciliumVersionLine": "cilium_version_line",
+    "expected.gatewayApiBundleVersion": "gateway_api_bundle_version",
+}
+_RULE_FACING = frozenset(FIELDS.values())
+
+
+class UndeclaredRead(Exception):
+    """A rule read a posture field or a Cilium setting it does not declare (a bug in the rule)."""
+
+
 @dataclass
 class Posture:
+    # TODO(issue 12): parsed, validated and documented, but no rule reads it yet: the exposure
+    # model of issue 12 makes the exposure rules judge against it. Until then the meta-test
+    # "every posture field is read by a rule" lists it as a known, named gap.
     exposure_mode: str = "gateway"
     gateway_host_network: bool = True
     lb_ipam_l2_armed: bool = False
@@ -56,6 +80,36 @@ class Posture:
         """The label `clusters:` gives a cluster fingerprint (the first in sorted order if several)."""
         labels = sorted(label for label, value in self.cluster_labels.items() if fingerprint and value == fingerprint)
         return labels[0] if labels else None
+
+
+class _DeclaredPosture(Posture):
+    """A Posture whose rule-facing fields can only be read when the reading rule declared them."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _RULE_FACING and name not in object.__getattribute__(self, "_allowed"):
+            reader = object.__getattribute__(self, "_reader")
+            path = next(path for path, attribute in FIELDS.items() if attribute == name)
+            raise UndeclaredRead(
+                f"rule {reader} reads the posture field {path!r} without declaring it in posture_fields"
+            )
+        return object.__getattribute__(self, name)
+
+    def __repr__(self) -> str:
+        return f"<posture as rule {object.__getattribute__(self, '_reader')} may read it>"
+
+
+def declared_view(posture: Posture, fields: Iterable[str], reader: str) -> Posture:
+    """`posture` as rule `reader` may read it: its declared `fields` (posture file paths), nothing else
+    of what FIELDS lists. Unknown paths raise ValueError."""
+    fields = list(fields)
+    unknown = [path for path in fields if path not in FIELDS]
+    if unknown:
+        raise ValueError(f"rule {reader} declares unknown posture field(s) {', '.join(unknown)}")
+    values = {f.name: object.__getattribute__(posture, f.name) for f in dataclasses.fields(Posture)}
+    view = _DeclaredPosture(**values)
+    object.__setattr__(view, "_allowed", frozenset(FIELDS[path] for path in fields))
+    object.__setattr__(view, "_reader", reader)
+    return view
 
 
 def default_path() -> str | None:

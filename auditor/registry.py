@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any
 
 from auditor.errors import AuditError
 from auditor.model import Severity
+from auditor.posture import FIELDS as POSTURE_FIELDS
 from auditor.rule import Rule
 
 ENTRY_POINT_GROUP = "cilium_auditor.rules"
@@ -30,37 +32,68 @@ class BrokenPlugin:
     reason: str
 
 
-def metadata_problems(rule_class: type) -> list[str]:
+def metadata_problems(rule_class: object) -> list[str]:
     """What is missing or malformed in a rule class's declarative metadata."""
-    problems: list[str] = []
     if not (isinstance(rule_class, type) and issubclass(rule_class, Rule)):
         return ["not a subclass of auditor.rule.Rule"]
+    problems = _identity_problems(rule_class) + _text_problems(rule_class) + _declaration_problems(rule_class)
+    if rule_class.check is Rule.check:
+        problems.append("check() is not implemented")
+    return problems
+
+
+def _identity_problems(rule_class: type[Rule]) -> list[str]:
+    problems = []
     rule_id = getattr(rule_class, "id", None)
     if not isinstance(rule_id, str) or not RULE_ID.match(rule_id):
         problems.append(f"id {rule_id!r} is not kebab-case")
     if not isinstance(getattr(rule_class, "severity", None), Severity):
         problems.append("severity is not an auditor.model.Severity")
+    return problems
+
+
+def _text_problems(rule_class: type[Rule]) -> list[str]:
+    problems = []
     for name in ("title", "rationale", "remediation"):
         value = getattr(rule_class, name, None)
         if not isinstance(value, str) or not value.strip():
-            problems.append(f"{name} is empty")
+            hint = " (set rationale_fact and rationale_decision)" if name == "rationale" else ""
+            problems.append(f"{name} is empty{hint}")
     title = getattr(rule_class, "title", "")
     if isinstance(title, str) and ("\n" in title.strip() or title.strip().endswith(".")):
         problems.append("title must be one line without a final period")
     remediation = getattr(rule_class, "remediation", "")
     if isinstance(remediation, str) and not remediation.strip().endswith("."):
         problems.append("remediation must end with a period")
-    requires = getattr(rule_class, "requires", None)
-    if not isinstance(requires, tuple) or not requires:
-        problems.append("requires must name the kinds the rule needs")
-    if rule_class.check is Rule.check:
-        problems.append("check() is not implemented")
     return problems
 
 
-def _import(spec: str) -> type:
+def _declaration_problems(rule_class: type[Rule]) -> list[str]:
+    """`requires` (kinds, or AnyOf alternatives), `uses`, `cilium_settings`, `posture_fields`."""
+    problems = []
+    requires = getattr(rule_class, "requires", None)
+    if not isinstance(requires, tuple) or not requires:
+        problems.append("requires must name the kinds the rule needs")
+    elif not all(isinstance(r, str) or (isinstance(r, tuple) and r and all(isinstance(k, str) for k in r))
+                 for r in requires):
+        problems.append("requires holds kinds (strings) or AnyOf(kind, ...) alternatives")
+    for name in ("uses", "cilium_settings", "posture_fields"):
+        value = getattr(rule_class, name, ())
+        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
+            problems.append(f"{name} must be a tuple of strings")
+    unknown = [f for f in getattr(rule_class, "posture_fields", ()) if f not in POSTURE_FIELDS]
+    if unknown:
+        problems.append(f"posture_fields names unknown posture field(s) {', '.join(map(str, unknown))} "
+                        f"(known: {', '.join(POSTURE_FIELDS)})")
+    return problems
+
+
+def _import(spec: str) -> type[Rule]:
     module_name, _, attribute = spec.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    loaded = getattr(importlib.import_module(module_name), attribute)
+    if not (isinstance(loaded, type) and issubclass(loaded, Rule)):
+        raise TypeError(f"{spec} is not an auditor.rule.Rule subclass")
+    return loaded
 
 
 def builtin_rule_classes() -> list[type[Rule]]:
@@ -85,8 +118,12 @@ def builtin_layers() -> tuple[str, ...]:
     return tuple(auditor_rules.LAYERS)
 
 
-def index_entry(rule: Rule) -> dict:
-    """What `audit rules` shows of a rule (and rules/index.json holds for the built-in ones)."""
+def index_entry(rule: Rule) -> dict[str, Any]:
+    """What `audit rules` shows of a rule (and rules/index.json holds for the built-in ones).
+
+    `requires` lists one kind, or the alternatives of an AnyOf, per requirement;
+    `reads` is every kind the rule reads (what `audit live --rule ID` lists).
+    """
     return {
         "id": rule.id,
         "severity": rule.severity.value,
@@ -94,10 +131,13 @@ def index_entry(rule: Rule) -> dict:
         "layer": rule_layer(rule),
         "requires": [list(r) if isinstance(r, tuple) else r for r in rule.requires],
         "uses": list(rule.uses),
+        "ciliumSettings": list(rule.cilium_settings),
+        "postureFields": list(rule.posture_fields),
+        "reads": rule.kinds_read(),
     }
 
 
-def builtin_index() -> list[dict]:
+def builtin_index() -> list[dict[str, Any]]:
     """The built-in rules' metadata from rules/index.json, without importing them.
 
     Generated with the rule reference (python -m auditor.rule_docs --write) and
@@ -107,7 +147,10 @@ def builtin_index() -> list[dict]:
     import json
     from importlib import resources
 
-    return json.loads(resources.files("auditor_rules").joinpath("index.json").read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = json.loads(
+        resources.files("auditor_rules").joinpath("index.json").read_text(encoding="utf-8")
+    )
+    return entries
 
 
 def plugin_rules() -> tuple[list[Rule], list[BrokenPlugin]]:
@@ -147,7 +190,8 @@ def _plugin_rule_classes() -> tuple[list[tuple[str, type[Rule]]], list[BrokenPlu
         try:
             loaded = entry_point.load()
         except Exception as error:  # a plugin's import error must not crash the run
-            broken.append(BrokenPlugin(entry_point.name, f"plugin {entry_point.value} failed to load: {type(error).__name__}: {error}"))
+            reason = f"plugin {entry_point.value} failed to load: {type(error).__name__}: {error}"
+            broken.append(BrokenPlugin(entry_point.name, reason))
             continue
         problems = metadata_problems(loaded)
         if problems:

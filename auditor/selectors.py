@@ -7,7 +7,8 @@ namespace it does not.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # Cilium endpoint selectors may prefix keys with the label source (`k8s:app`,
 # `any:app`); the prefix does not change which pods match in a cluster.

@@ -14,10 +14,32 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any
 
 from auditor.model import ClusterInfo, IgnoredDocument, K8sObject
+
+
+class SnapshotMode(str, enum.Enum):
+    """Where a snapshot's objects were read, which decides what their absence and their status mean.
+
+    A str enum so that reports write it as its value (`"mode": "live"`).
+    """
+
+    OFFLINE = "offline"  # files: manifests, a kubectl dump, a GitOps tree
+    LIVE = "live"  # read from a cluster's API server just now
+    SNAPSHOT = "snapshot"  # an `audit snapshot` file: a live read, saved
+    FLEET = "fleet"  # several clusters' results merged (reports only; rules see each cluster's own)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def from_cluster(self) -> bool:
+        """Whether the objects were listed from an API server: every object of a listed kind is there,
+        and their status is cluster state."""
+        return self is not SnapshotMode.OFFLINE
 
 
 class CoverageState(enum.Enum):
@@ -43,7 +65,7 @@ class Snapshot:
     """Objects plus coverage. Build with `Snapshot.build`; treat as read-only."""
 
     objects: list[K8sObject]
-    mode: str = "offline"  # offline | live | snapshot
+    mode: SnapshotMode = SnapshotMode.OFFLINE
     inputs: list[str] = field(default_factory=list)
     ignored: list[IgnoredDocument] = field(default_factory=list)
     cluster: ClusterInfo | None = None
@@ -53,13 +75,18 @@ class Snapshot:
     served_versions: dict[str, list[str]] = field(default_factory=dict)
     # Cilium Helm values files given beside the objects (`--cilium-values`):
     # auditor.cilium.helm_values.HelmValues, read by cilium_config.resolve.
-    cilium_values: list = field(default_factory=list)
+    # (Typed Any: the object model sits below auditor.cilium and does not import it.)
+    cilium_values: list[Any] = field(default_factory=list)
     _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)
     _by_key: dict[tuple[str, str | None, str], K8sObject] = field(default_factory=dict, repr=False)
     _by_namespace: dict[str, list[K8sObject]] | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        # Readers may still pass the mode's name ("live"): one type from here on.
+        self.mode = SnapshotMode(self.mode)
+
     @classmethod
-    def build(cls, objects: Iterable[K8sObject], **kwargs) -> "Snapshot":
+    def build(cls, objects: Iterable[K8sObject], **kwargs: Any) -> Snapshot:
         snapshot = cls(objects=list(objects), **kwargs)
         by_gk: dict[str, list[K8sObject]] = defaultdict(list)
         by_key: dict[tuple[str, str | None, str], K8sObject] = {}
@@ -94,8 +121,15 @@ class Snapshot:
         return self._by_namespace.get(namespace, [])
 
     def read_from_cluster(self, obj: K8sObject) -> bool:
-        """Whether `obj` shows cluster state (its status is a fact): a live read, a snapshot, or a kubectl dump."""
-        return self.mode in ("live", "snapshot") or obj.server_written
+        """Whether `obj` shows cluster state: a live read, a snapshot, or a kubectl dump of it.
+
+        The one policy for "does this object's status count": rules judging
+        status (conditions, addresses, start times) judge only such objects; a
+        manifest has no status, and an empty one there is an absence, not a fact.
+        Offline, an object counts when the API server wrote it (`server_written`:
+        a `kubectl get -o yaml` dump) or when a controller wrote conditions into it.
+        """
+        return self.mode.from_cluster or obj.server_written or isinstance(obj.status.get("conditions"), list)
 
     def kinds(self) -> list[str]:
         return sorted(self._by_gk)
@@ -106,7 +140,7 @@ class Snapshot:
             return explicit
         if self._by_gk.get(gk):
             return Coverage(CoverageState.PRESENT)
-        if self.mode == "offline":
+        if not self.mode.from_cluster:
             return Coverage(CoverageState.MISSING, f"the input holds no {gk} objects")
         # Live reads and snapshots list every kind the rules need; a kind they
         # did not record was never asked for.

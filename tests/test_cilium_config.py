@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cilium import config as cilium_config
+from auditor.cilium import helm_values, keys
 from auditor.errors import InputError
 from auditor.snapshot import Snapshot
 from auditor.sources.files import read_paths
@@ -28,10 +29,10 @@ def _snapshot(tmp_path: Path, text: str, name: str = "input.yaml") -> Snapshot:
     return read_paths([str(path)])
 
 
-def _values_file(tmp_path: Path, text: str, name: str = "values.yaml") -> cilium_config.HelmValues:
+def _values_file(tmp_path: Path, text: str, name: str = "values.yaml") -> helm_values.HelmValues:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return cilium_config.read_values_file(str(path))
+    return helm_values.read_values_file(str(path))
 
 
 def _settings(config: cilium_config.CiliumConfig) -> dict[str, str]:
@@ -104,17 +105,18 @@ def test_plain_values_file_maps_to_cilium_config_keys(tmp_path: Path) -> None:
     assert qps is not None and qps.source is not None
     assert qps.source.line == 4 and qps.origin.endswith("values.yaml:4")
     assert qps.origin.startswith("k8sClientRateLimit.qps in Helm values file ")
-    assert qps.ref is not None and qps.ref.kind == cilium_config.VALUES_FILE_KIND
+    assert qps.ref is not None and qps.ref.kind == keys.VALUES_FILE_KIND
     assert config.origins == [f"Helm values file {tmp_path / 'values.yaml'}"]
 
 
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ("encryption: {enabled: true, type: ipsec}", {}),
+        ("encryption: {enabled: true, type: ipsec}", {"enable-ipsec": "true"}),
+        ("encryption: {enabled: false, type: ipsec}", {}),
         ("encryption: {enabled: false, type: wireguard, nodeEncryption: true}", {}),
         ("encryption: {enabled: true}", {}),
-        ("encryption: {enabled: true, type: '${ENC}'}", {"enable-wireguard": "${ENC}"}),
+        ("encryption: {enabled: true, type: '${ENC}'}", {"enable-wireguard": "${ENC}", "enable-ipsec": "${ENC}"}),
         ("ipam: {mode: kubernetes, operator: {clusterPoolIPv4PodCIDRList: [10.0.0.0/8]}}", {"ipam": "kubernetes"}),
         ("ipam: {operator: {clusterPoolIPv4PodCIDRList: 10.0.0.0/8}}", {"cluster-pool-ipv4-cidr": "10.0.0.0/8"}),
         ("k8sClientRateLimit: {qps: 0, burst: null}", {}),
@@ -125,6 +127,10 @@ def test_plain_values_file_maps_to_cilium_config_keys(tmp_path: Path) -> None:
         ("nodePort: {enabled: true}\nexternalIPs: {enabled: false}",
          {"enable-node-port": "true", "enable-external-ips": "false"}),
         ("defaultLBServiceIPAM: nodeipam", {"default-lb-service-ipam": "nodeipam"}),
+        # The chart renders the IPv6 cluster pool only with ipv6.enabled (default false).
+        ("ipam: {operator: {clusterPoolIPv6PodCIDRList: ['fd00::/104']}}", {}),
+        ("ipv6: {enabled: true}\nipam: {mode: kubernetes, operator: {clusterPoolIPv6PodCIDRList: ['fd00::/104']}}",
+         {"ipam": "kubernetes"}),
         ("1: 2\ntrue: x\nnull: y", {}),
     ],
 )
@@ -133,13 +139,65 @@ def test_mapping_edge_cases(tmp_path: Path, values: str, expected: dict) -> None
     assert _settings(config) == expected
 
 
+# For every key of auditor/cilium/keys.py that Helm values render: values setting the Helm
+# value(s) the table names, and the value the key then takes. A key added to the table
+# without its example here fails `test_every_helm_mapped_key_has_an_example`.
+HELM_EXAMPLES: dict[str, tuple[str, str]] = {
+    "kube-proxy-replacement": ("kubeProxyReplacement: true", "true"),
+    "enable-node-port": ("nodePort: {enabled: true}", "true"),
+    "enable-host-port": ("hostPort: {enabled: false}", "false"),
+    "enable-external-ips": ("externalIPs: {enabled: true}", "true"),
+    "enable-l2-announcements": ("l2announcements: {enabled: true}", "true"),
+    "l2-announcements-lease-duration": ("l2announcements: {leaseDuration: 20s}", "20s"),
+    "l2-announcements-renew-deadline": ("l2announcements: {leaseRenewDeadline: 8s}", "8s"),
+    "l2-announcements-retry-period": ("l2announcements: {leaseRetryPeriod: 1s}", "1s"),
+    "k8s-client-qps": ("k8sClientRateLimit: {qps: 50}", "50"),
+    "k8s-client-burst": ("k8sClientRateLimit: {burst: 100}", "100"),
+    "enable-gateway-api": ("gatewayAPI: {enabled: true}", "true"),
+    "gateway-api-hostnetwork-enabled": ("gatewayAPI: {hostNetwork: {enabled: true}}", "true"),
+    "enable-bgp-control-plane": ("bgpControlPlane: {enabled: true}", "true"),
+    "default-lb-service-ipam": ("defaultLBServiceIPAM: none", "none"),
+    "ipam": ("ipam: {mode: multi-pool}", "multi-pool"),
+    "enable-host-firewall": ("hostFirewall: {enabled: true}", "true"),
+    "routing-mode": ("routingMode: native", "native"),
+    "cni-chaining-mode": ("cni: {chainingMode: aws-cni}", "aws-cni"),
+    "env.KUBERNETES_SERVICE_HOST": ("k8sServiceHost: 10.0.0.10", "10.0.0.10"),
+    "env.KUBERNETES_SERVICE_PORT": ("k8sServicePort: 6443", "6443"),
+    "enable-policy": ("policyEnforcementMode: Always", "always"),
+    "enable-wireguard": ("encryption: {enabled: true, type: wireguard}", "true"),
+    "enable-ipsec": ("encryption: {enabled: true, type: ipsec}", "true"),
+    "encrypt-node": ("encryption: {enabled: true, type: wireguard, nodeEncryption: true}", "true"),
+    "cluster-pool-ipv4-cidr": ("ipam: {operator: {clusterPoolIPv4PodCIDRList: [10.0.0.0/16, 10.1.0.0/16]}}",
+                               "10.0.0.0/16 10.1.0.0/16"),
+    "cluster-pool-ipv6-cidr": ("ipv6: {enabled: true}\nipam: {operator: {clusterPoolIPv6PodCIDRList: ['fd00::/104']}}",
+                               "fd00::/104"),
+    "agent-version": ("image: {tag: v1.19.3}", "1.19.3"),
+}
+
+
+def test_every_helm_mapped_key_has_an_example() -> None:
+    assert set(HELM_EXAMPLES) == {name for name, key in keys.KEYS.items() if key.helm}
+
+
+@pytest.mark.parametrize("key", sorted(HELM_EXAMPLES))
+def test_the_key_table_says_which_helm_values_render_each_key(tmp_path: Path, key: str) -> None:
+    text, expected = HELM_EXAMPLES[key]
+    values = _values_file(tmp_path, text + "\n")
+    config = cilium_config.resolve(Snapshot.build([]), [values])
+    setting = config.get(key)
+    assert setting is not None, f"{text!r} does not render {key}"
+    assert setting.value == expected
+    # The origin names a Helm value of the table: that is what a finding about the key shows.
+    assert any(setting.origin.startswith(f"{path} in Helm values file") for path in keys.KEYS[key].helm), setting.origin
+
+
 def test_substitutions_are_kept_and_not_concrete(tmp_path: Path) -> None:
     config = cilium_config.resolve(
         Snapshot.build([]), [_values_file(tmp_path, "l2announcements: {enabled: '${L2_ENABLED:=true}'}")]
     )
     setting = config.get("enable-l2-announcements")
     assert setting is not None and setting.value == "${L2_ENABLED:=true}" and not setting.concrete
-    assert config.flag("enable-l2-announcements") is None
+    assert config.concrete_value("enable-l2-announcements") is None
     assert config.value("enable-l2-announcements") == "${L2_ENABLED:=true}"
     assert config.concrete_value("enable-l2-announcements") is None
 
@@ -270,7 +328,8 @@ spec:
     origins = {key: setting.origin.split(" of ")[0] for key, setting in config.settings.items()}
     assert origins["kube-proxy-replacement"] == "spec.source.helm.valuesObject.kubeProxyReplacement"
     assert origins["enable-l2-announcements"] == "spec.source.helm.values.l2announcements.enabled"
-    assert origins["l2-announcements-renew-deadline"] == "spec.source.helm.valuesObject.l2announcements.leaseRenewDeadline"
+    renew = origins["l2-announcements-renew-deadline"]
+    assert renew == "spec.source.helm.valuesObject.l2announcements.leaseRenewDeadline"
     assert origins["routing-mode"] == "spec.source.helm.parameters.routingMode"
 
 
@@ -367,7 +426,7 @@ spec:
     assert config.value("routing-mode") == "native"  # values file over HelmRelease
     assert config.value("enable-bgp-control-plane") == "true"  # only the HelmRelease sets it
     kinds = [s.ref.kind for s in config.candidates["kube-proxy-replacement"]]
-    assert kinds == ["ConfigMap", cilium_config.VALUES_FILE_KIND, "HelmRelease"]
+    assert kinds == ["ConfigMap", keys.VALUES_FILE_KIND, "HelmRelease"]
     assert [s.value for s in config.shadowed("kube-proxy-replacement")] == ["false", "false"]
     assert config.shadowed("enable-bgp-control-plane") == []
     assert [origin.split(" ")[0] for origin in config.origins] == ["ConfigMap", "Helm", "HelmRelease"]
@@ -405,7 +464,8 @@ def test_a_values_file_alone_lets_configuration_rules_run(tmp_path: Path) -> Non
     result = run_cli(str(manifests), "--cilium-values", str(values), "--format", "json",
                      "--rule", "kpr-not-enabled", "--rule", "wireguard-disabled")
     report = json.loads(result.stdout)
-    assert {r["id"]: r["status"] for r in report["rules"]} == {"kpr-not-enabled": "passed", "wireguard-disabled": "failed"}
+    statuses = {r["id"]: r["status"] for r in report["rules"]}
+    assert statuses == {"kpr-not-enabled": "passed", "wireguard-disabled": "failed"}
     assert f"--cilium-values {values}" in report["target"]["inputs"]
     (finding,) = report["findings"]
     assert finding["file"] == str(values)
@@ -443,8 +503,10 @@ spec:
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("kubeProxyReplacement: true\nl2announcements: [enabled\n", r"values\.yaml:3: Cilium values file: invalid YAML"),
-        ("- kubeProxyReplacement\n", r"values\.yaml:1: Cilium values file must be a mapping of Helm values, found a list"),
+        ("kubeProxyReplacement: true\nl2announcements: [enabled\n",
+         r"values\.yaml:3: Cilium values file: invalid YAML"),
+        ("- kubeProxyReplacement\n",
+         r"values\.yaml:1: Cilium values file must be a mapping of Helm values, found a list"),
         ("a: 1\n---\nb: 2\n", r"values\.yaml:3: Cilium values file: expected one YAML document"),
         ("a: 1\na: 2\n", r"values\.yaml:2: Cilium values file: duplicate key 'a'"),
     ],
@@ -467,17 +529,17 @@ def test_malformed_values_file_is_one_line_exit_2(tmp_path: Path, text: str, exp
 
 def test_unreadable_values_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read Cilium values file"):
-        cilium_config.read_values_file(str(tmp_path / "missing.yaml"))
+        helm_values.read_values_file(str(tmp_path / "missing.yaml"))
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"a: \x00\x01")
     with pytest.raises(InputError, match="binary"):
-        cilium_config.read_values_file(str(binary))
+        helm_values.read_values_file(str(binary))
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"a: 1\nb: caf\xe9\n")
     with pytest.raises(InputError, match=r"latin\.yaml:2: Cilium values file is not valid UTF-8"):
-        cilium_config.read_values_file(str(latin))
+        helm_values.read_values_file(str(latin))
     with pytest.raises(InputError, match="Cilium values file"):
-        cilium_config.read_values_file(str(tmp_path))  # a folder
+        helm_values.read_values_file(str(tmp_path))  # a folder
     result = run_cli(str(binary), "--cilium-values", str(tmp_path / "missing.yaml"))
     assert result.code == 2 and len(result.stderr.strip().splitlines()) == 1
 
@@ -531,7 +593,8 @@ def _homelab(corpus: Path, name: str) -> Path:
         (
             "onedr0p__home-ops/kubernetes__apps__kube-system__cilium__app__helmrelease.yaml",
             {"kube-proxy-replacement": "true", "enable-l2-announcements": "false", "enable-bgp-control-plane": "true",
-             "env.KUBERNETES_SERVICE_HOST": "127.0.0.1", "env.KUBERNETES_SERVICE_PORT": "7445", "routing-mode": "native"},
+             "env.KUBERNETES_SERVICE_HOST": "127.0.0.1", "env.KUBERNETES_SERVICE_PORT": "7445",
+             "routing-mode": "native"},
         ),
         (
             "onedr0p__home-ops/kubernetes__apps__kube-system__cilium__app__helmrelease@912659a.yaml",
@@ -568,7 +631,7 @@ def test_corpus_helmrelease_of_another_chart_is_ignored(corpus: Path) -> None:
 
 def test_corpus_plain_values_file(corpus: Path) -> None:
     path = _homelab(corpus, "bjw-s-labs__home-ops/kubernetes__apps__kube-system__cilium__app__values.yaml")
-    values = cilium_config.read_values_file(str(path))
+    values = helm_values.read_values_file(str(path))
     config = cilium_config.resolve(Snapshot.build([]), [values])
     assert _settings(config) == {
         "kube-proxy-replacement": "true",

@@ -24,49 +24,22 @@ and marked not concrete, so a rule that needs the value treats it as unknown.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from auditor import kinds
-from auditor.cilium.helm_values import (  # noqa: F401  (re-exported: rules and the live reader use them from here)
-    AGENT_VERSION,
-    ARGO_APPLICATION,
-    CHART_NAME,
-    ENV_HOST,
-    ENV_PORT,
-    HELM_RELEASE,
-    OCI_REPOSITORY,
-    VALUES_FILE_KIND,
-    HelmValues,
-    describe_object,
-    helm_settings,
-    helm_sources,
-    image_version,
-    is_placeholder,
-    read_values_file,
-)
-from auditor.model import K8sObject, ObjectRef, Source, as_list, as_mapping, as_str
+from auditor.cilium import keys
+from auditor.cilium.helm_values import HelmValues, describe_object, helm_settings, helm_sources
+from auditor.model import K8sObject, ObjectRef, Source, as_list, as_mapping, as_str, is_placeholder
 from auditor.snapshot import Snapshot
+from auditor.versions import Version, image_tag_version, parse_version
 
-CONFIG_MAP_NAME = "cilium-config"
-AGENT_DAEMONSET_NAME = "cilium"
-DEFAULT_NAMESPACE = "kube-system"
+# Where a finding about the configuration points: an object (or values file) and the line.
+Anchor = tuple[ObjectRef, Source | None]
 
-# Kinds any one of which can show the Cilium configuration (a values file given
-# with --cilium-values can too, but it is not an object of the snapshot).
-CONFIG_KINDS = (kinds.CONFIGMAP, kinds.DAEMONSET, HELM_RELEASE, ARGO_APPLICATION)
-# Kinds whose presence the config resolution reads.
-SOURCE_KINDS = (kinds.CONFIGMAP, kinds.DAEMONSET, HELM_RELEASE, ARGO_APPLICATION, OCI_REPOSITORY)
-
-
-_VERSION_PREFIX = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """`v1.19.1` / `1.14.0-rc.0` / `1.19` -> (1, 19, 1) / (1, 14, 0) / (1, 19, 0)."""
-    match = _VERSION_PREFIX.match(text.strip())
-    if not match:
-        return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +57,49 @@ class Setting:
     source: Source | None = None
     concrete: bool = True
 
+    def as_bool(self) -> bool:
+        """The value as the rules read a boolean switch: "true" (any case, spaces around) is on,
+        anything else off."""
+        return self.as_choice() == "true"
+
+    def as_choice(self) -> str:
+        """The value of an enumerated setting (`Native`, ` strict `), compared case-insensitively."""
+        return self.value.strip().lower()
+
+    def as_number(self) -> float | None:
+        """A number (`32.5`, `10`); None when the value is not a finite number."""
+        try:
+            value = float(self.value.strip())
+        except ValueError:
+            return None
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+    def as_seconds(self) -> float | None:
+        """A Go duration (`5s`, `1m30s`, `500ms`, `0`) in seconds; None when malformed."""
+        return parse_duration(self.value)
+
+    def as_version(self) -> Version | None:
+        """A version (`1.19.1`, `v1.18.0-rc.1`); None when the value is not one."""
+        return parse_version(self.value)
+
+    def describe(self, key: str) -> str:
+        """`k8s-client-qps=50 (from k8sClientRateLimit.qps in Helm values file values.yaml:4)`."""
+        return f"{key}={self.value} (from {self.origin})"
+
+
+def parse_duration(text: str) -> float | None:
+    """A Go duration (`5s`, `1m30s`, `500ms`) in seconds; None when malformed."""
+    text = text.strip()
+    if text in ("0", ""):
+        return 0.0 if text == "0" else None
+    position, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            return None
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    return total if position == len(text) and position > 0 else None
+
 
 def _setting(value: str, origin: str, ref: ObjectRef | None, source: Source | None) -> Setting:
     return Setting(value, origin, ref, source, concrete=not is_placeholder(value))
@@ -91,6 +107,8 @@ def _setting(value: str, origin: str, ref: ObjectRef | None, source: Source | No
 
 @dataclass
 class CiliumConfig:
+    """The effective configuration: for every key, the setting that wins and every source that offered one."""
+
     settings: dict[str, Setting] = field(default_factory=dict)
     # The objects/files the configuration was resolved from, for reports.
     origins: list[str] = field(default_factory=list)
@@ -105,7 +123,7 @@ class CiliumConfig:
     # Every setting offered for a key, highest precedence first (the first is `settings[key]`).
     candidates: dict[str, list[Setting]] = field(default_factory=dict)
     # Where a finding about an absent key points: the highest-precedence settings source.
-    anchor: tuple[ObjectRef, Source | None] | None = None
+    anchor: Anchor | None = None
     # Remarks about sources that could not be read completely.
     notes: list[str] = field(default_factory=list)
 
@@ -113,6 +131,14 @@ class CiliumConfig:
     def found(self) -> bool:
         """Whether the input shows any Cilium configuration at all."""
         return bool(self.origins)
+
+    @property
+    def namespace(self) -> str:
+        """The namespace Cilium runs in: cilium-config's or the agent's, else kube-system."""
+        for obj in (self.config_map, self.agent):
+            if obj is not None and obj.namespace:
+                return obj.namespace
+        return keys.DEFAULT_NAMESPACE
 
     def get(self, key: str) -> Setting | None:
         return self.settings.get(key)
@@ -126,12 +152,9 @@ class CiliumConfig:
         setting = self.settings.get(key)
         return setting.value if setting is not None and setting.concrete else None
 
-    def flag(self, key: str) -> bool | None:
-        """A boolean setting: True/False, or None when unset or not concrete."""
-        setting = self.settings.get(key)
-        if setting is None or not setting.concrete:
-            return None
-        return setting.value.strip().lower() == "true"
+    def sources_of(self, key: str) -> list[Setting]:
+        """Every setting offered for `key`, highest precedence first (the first one is in effect)."""
+        return list(self.candidates.get(key, ()))
 
     def shadowed(self, key: str) -> list[Setting]:
         """Lower-precedence settings of `key` whose value differs from the effective one."""
@@ -140,10 +163,19 @@ class CiliumConfig:
             return []
         return [s for s in self.candidates.get(key, [])[1:] if s.value != effective.value]
 
-    def version(self) -> tuple[int, int, int] | None:
+    def version(self) -> Version | None:
         """The agent version when the input shows a concrete one."""
-        value = self.concrete_value(AGENT_VERSION)
-        return parse_version(value) if value else None
+        return parse_version(self.concrete_value(keys.AGENT_VERSION))
+
+    def anchor_of(self, setting: Setting | None = None) -> Anchor | None:
+        """Where a finding about `setting` points: its source, else the main configuration source."""
+        if setting is not None and setting.ref is not None:
+            return setting.ref, setting.source
+        if self.anchor is not None:
+            return self.anchor
+        if self.agent is not None:
+            return self.agent.ref, self.agent.source
+        return None
 
     def describe_sources(self) -> str:
         return "; ".join(self.origins) if self.origins else "no Cilium configuration"
@@ -162,30 +194,35 @@ class CiliumConfig:
 
 def find_config_map(snapshot: Snapshot) -> K8sObject | None:
     """`cilium-config`, preferring kube-system when several namespaces have one."""
-    candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == CONFIG_MAP_NAME]
+    candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == keys.CONFIG_MAP_NAME]
     if not candidates:
         return None
-    candidates.sort(key=lambda cm: (cm.namespace != DEFAULT_NAMESPACE, cm.namespace or ""))
+    candidates.sort(key=lambda cm: (cm.namespace != keys.DEFAULT_NAMESPACE, cm.namespace or ""))
     return candidates[0]
 
 
 def find_agent(snapshot: Snapshot, namespace: str | None) -> K8sObject | None:
-    agents = [ds for ds in snapshot.of_kind(kinds.DAEMONSET) if ds.name == AGENT_DAEMONSET_NAME]
-    agents.sort(key=lambda ds: (ds.namespace != (namespace or DEFAULT_NAMESPACE), ds.namespace or ""))
+    agents = [ds for ds in snapshot.of_kind(kinds.DAEMONSET) if ds.name == keys.AGENT_DAEMONSET_NAME]
+    agents.sort(key=lambda ds: (ds.namespace != (namespace or keys.DEFAULT_NAMESPACE), ds.namespace or ""))
     return agents[0] if agents else None
 
 
-def agent_container(daemonset: K8sObject) -> dict:
+def agent_container(daemonset: K8sObject) -> dict[str, Any]:
     """The `cilium-agent` container of the agent DaemonSet (or its first container)."""
     pod_spec = as_mapping(as_mapping(daemonset.spec.get("template")).get("spec"))
     containers = [c for c in as_list(pod_spec.get("containers")) if isinstance(c, dict)]
     for container in containers:
-        if container.get("name") == "cilium-agent":
+        if container.get("name") == keys.AGENT_CONTAINER_NAME:
             return container
     return containers[0] if containers else {}
 
 
-def _describe_value_from(value_from: dict) -> str:
+def agent_env_from(agent: K8sObject) -> bool:
+    """Whether the agent container takes environment from `envFrom` (values the input does not show)."""
+    return bool(as_list(agent_container(agent).get("envFrom")))
+
+
+def _describe_value_from(value_from: dict[str, Any]) -> str:
     for kind in ("configMapKeyRef", "secretKeyRef", "fieldRef", "resourceFieldRef"):
         ref = as_mapping(value_from.get(kind))
         if ref:
@@ -211,26 +248,21 @@ def _read_agent(config: CiliumConfig, agent: K8sObject) -> None:
     config.agent = agent
     config.origins.append(origin)
     container = agent_container(agent)
-    version = image_version(as_str(container.get("image")))
+    version = image_tag_version(container.get("image"))
     if version:
-        config._offer(AGENT_VERSION, _setting(version, origin, agent.ref, agent.source))
+        config._offer(keys.AGENT_VERSION, _setting(version, origin, agent.ref, agent.source))
+    env_keys = {name: key for key, name in keys.AGENT_ENV_NAMES.items()}
     for env in as_list(container.get("env")):
         env = as_mapping(env)
-        name = env.get("name")
-        if name not in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        key = env_keys.get(as_str(env.get("name")))
+        if key is None:
             continue
         value, value_from = env.get("value"), env.get("valueFrom")
         if isinstance(value, str):
-            config._offer(f"env.{name}", _setting(value, origin, agent.ref, agent.source))
+            config._offer(key, _setting(value, origin, agent.ref, agent.source))
         elif isinstance(value_from, dict):
-            config._offer(
-                f"env.{name}", Setting(_describe_value_from(value_from), origin, agent.ref, agent.source, concrete=False)
-            )
-
-
-def agent_env_from(agent: K8sObject) -> bool:
-    """Whether the agent container takes environment from `envFrom` (values the input does not show)."""
-    return bool(as_list(agent_container(agent).get("envFrom")))
+            unresolved = Setting(_describe_value_from(value_from), origin, agent.ref, agent.source, concrete=False)
+            config._offer(key, unresolved)
 
 
 def _apply_helm(config: CiliumConfig, helm: HelmValues) -> None:
@@ -245,10 +277,10 @@ def _apply_helm(config: CiliumConfig, helm: HelmValues) -> None:
     for key, value, path in helm_settings(helm.values):
         seen.add(key)
         config._offer(key, _setting(value, helm.describe(path), helm.ref, helm.source_of(path)))
-    if AGENT_VERSION not in seen and helm.chart_version:
+    if keys.AGENT_VERSION not in seen and helm.chart_version:
         # The chart's default image tag is the chart's own version.
         config._offer(
-            AGENT_VERSION,
+            keys.AGENT_VERSION,
             _setting(helm.chart_version, f"chart version of {helm.origin}", helm.ref, helm.source),
         )
 
@@ -256,11 +288,10 @@ def _apply_helm(config: CiliumConfig, helm: HelmValues) -> None:
 # --- resolution ------------------------------------------------------------------
 
 
-def resolve(snapshot: Snapshot, values_files: list[HelmValues] | tuple[HelmValues, ...] | None = None) -> CiliumConfig:
+def resolve(snapshot: Snapshot, values_files: Iterable[HelmValues] | None = None) -> CiliumConfig:
     """The effective configuration of `snapshot`, plus `values_files` (default: the snapshot's own,
     given with `audit scan --cilium-values`)."""
-    if values_files is None:
-        values_files = snapshot.cilium_values
+    files: list[HelmValues] = list(snapshot.cilium_values if values_files is None else values_files)
     config = CiliumConfig()
     config_map = find_config_map(snapshot)
     if config_map is not None:
@@ -269,9 +300,9 @@ def resolve(snapshot: Snapshot, values_files: list[HelmValues] | tuple[HelmValue
     if agent is not None:
         _read_agent(config, agent)
     # Later files win, as with `helm -f a.yaml -f b.yaml`.
-    for values_file in reversed(list(values_files)):
+    for values_file in reversed(files):
         _apply_helm(config, values_file)
-    config.origins.extend(values_file.origin for values_file in values_files)
+    config.origins.extend(values_file.origin for values_file in files)
     for helm in helm_sources(snapshot, config.notes):
         _apply_helm(config, helm)
         if helm.origin not in config.origins:

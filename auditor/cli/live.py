@@ -100,7 +100,9 @@ def _read_options(cluster: dict):
 
 
 def kinds_for(rule_set: Any) -> list[str]:
-    return sorted({gk for rule in rule_set.rules for gk in rule.kinds_read()})
+    from auditor.rule import kinds_read_by
+
+    return kinds_read_by(rule_set.rules)
 
 
 @click.command()

@@ -74,9 +74,9 @@ def _block(title: str, text: str, width: int = 88) -> str:
 @click.argument("rule_id", metavar="ID")
 def explain(rule_id: str) -> None:
     """Show one rule's rationale, remediation and examples (from its case file)."""
+    from auditor.cases import explain_examples
     from auditor.errors import AuditError
     from auditor.registry import load_rules
-    from auditor.testing import explain_examples
 
     rule = load_rules().by_id(rule_id)
     if rule is None:

@@ -6,7 +6,8 @@ Formats are listed here explicitly and imported only when used.
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 # format name -> "module:function(result) -> str"
 FORMATS: dict[str, str] = {
@@ -19,6 +20,7 @@ FORMATS: dict[str, str] = {
 }
 
 
-def renderer(name: str) -> Callable:
+def renderer(name: str) -> Callable[..., Any]:
     module_name, _, function = FORMATS[name].partition(":")
-    return getattr(importlib.import_module(module_name), function)
+    render: Callable[..., Any] = getattr(importlib.import_module(module_name), function)
+    return render

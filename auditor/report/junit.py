@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from junit_xml import TestCase, TestSuite  # type: ignore[import-untyped]
+from junit_xml import TestCase, TestSuite
 
 from auditor.engine import AuditResult, RuleResult
 from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import CONFIG_MAP_NAME, DEFAULT_NAMESPACE
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    cilium_keys,
+    kinds,
+)
+
+CONFIG_MAP_NAME = cilium_keys.CONFIG_MAP_NAME
 
 AGENT_LABEL = ("k8s-app", "cilium")
 DATA_FIELDS = ("f:data", "f:binaryData")
@@ -27,15 +39,6 @@ def _timestamp(value: object) -> dt.datetime | None:
     else:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
-
-
-def _config_map(snapshot: Snapshot, ctx: RuleContext) -> K8sObject | None:
-    found = getattr(ctx.cilium, "config_map", None)
-    if isinstance(found, K8sObject) and found.gk == kinds.CONFIGMAP:
-        return found
-    candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == CONFIG_MAP_NAME]
-    candidates.sort(key=lambda cm: (cm.namespace != DEFAULT_NAMESPACE, cm.namespace or ""))
-    return candidates[0] if candidates else None
 
 
 def _last_data_change(config_map: K8sObject) -> tuple[dt.datetime, str] | None:
@@ -65,16 +68,20 @@ class CiliumConfigChangedAfterAgents(Rule):
     id = "cilium-config-changed-after-agents"
     severity = Severity.WARNING
     title = "cilium-config changed after Cilium agents started"
-    rationale = (
-        "Cilium agents read cilium-config when they start. Cilium's documentation says a change "
-        "made with `cilium config set` does not affect running pods, which must be restarted to "
-        "pick it up, and that Helm upgrades restart agents only with rollOutCiliumPods=true; "
-        "many options need an agent restart (ConfigMap drift detection docs). When the "
-        "ConfigMap's data was written (latest metadata.managedFields time touching data) after "
-        "the oldest agent Pod (label k8s-app=cilium) started (status.startTime), those agents "
-        "may still run the old configuration, so what this audit reads in cilium-config is "
-        "not necessarily what the datapath does. Needs Pods and managedFields as the API server "
-        "returns them: a live read, a snapshot or a kubectl dump; manifests give not-run."
+    rationale_fact = (
+        "Cilium agents read cilium-config when they start: a change made with `cilium config set` does "
+        "not affect running agents until they restart, Helm upgrades restart them only with "
+        "rollOutCiliumPods=true, and many options need an agent restart (Cilium's ConfigMap drift "
+        "detection counts the keys not yet applied). When the ConfigMap's data was written after an "
+        "agent Pod started, that agent may still run the previous configuration, so what cilium-config "
+        "says is not necessarily what the datapath does."
+    )
+    rationale_decision = (
+        "The audit judges Cilium by its configuration, so a configuration the agents have not loaded is "
+        "reported (warning). The write time is the latest metadata.managedFields entry touching data; "
+        "agent Pods are those labelled k8s-app=cilium, started at status.startTime. Both exist only as "
+        "the API server returns objects (a live read, a snapshot or a kubectl dump): manifests give "
+        "not-run."
     )
     remediation = (
         "Restart the agents so they load the current configuration (kubectl -n kube-system "
@@ -101,7 +108,7 @@ class CiliumConfigChangedAfterAgents(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        config_map = _config_map(snapshot, ctx)
+        config_map = ctx.cilium_config_map
         if config_map is None:
             raise NotRun(f"no {CONFIG_MAP_NAME} ConfigMap in the input")
         if not snapshot.read_from_cluster(config_map):

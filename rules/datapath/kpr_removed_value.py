@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, config_finding, require_settings, target_version
+from auditor.api import CILIUM_CONFIGURATION, Fact, Finding, Rule, RuleContext, Setting, Severity, Snapshot, cilium_keys
 
-KEY = "kube-proxy-replacement"
+KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
 # value -> (deprecated in, removed in, what to use instead) (docs/cilium-facts.md §4.1, C2)
 REMOVED: dict[str, tuple[tuple[int, int], tuple[int, int], str]] = {
     "probe": ((1, 12), (1, 13), "\"true\" when the kernel supports full replacement, else \"false\""),
@@ -28,34 +25,38 @@ class KprRemovedValue(Rule):
     id = "kpr-removed-value"
     severity = Severity.ERROR
     title = "kube-proxy-replacement uses a value Cilium no longer accepts"
-    rationale = (
+    rationale_fact = (
         "Cilium 1.14 replaced the kube-proxy-replacement modes strict, partial and disabled by the "
-        "booleans true and false and deprecated the old values (cilium/cilium PR #26577); PR #31286 "
-        "removed them from the agent and the Helm chart in Cilium 1.16. probe went earlier: deprecated "
-        "in 1.12, removed in 1.13 (PR #22083). The platform runs Cilium 1.19 with "
-        "kubeProxyReplacement=true, so a manifest or values file still saying strict cannot be "
-        "rendered or started as intended. The rule judges against the agent version the input shows "
+        "booleans true and false and deprecated the old values; Cilium 1.16 removed them from the agent "
+        "and the Helm chart. probe went earlier: deprecated in 1.12, removed in 1.13. A manifest or "
+        "values file still saying strict cannot be rendered or started as intended on a release that "
+        "removed it."
+    )
+    rationale_decision = (
+        "The platform runs Cilium 1.19, so the rule judges against the agent version the input shows "
         "(image tag or chart version), else the posture's Cilium line: a value removed in that version "
-        "is an error, one only deprecated there a warning. Any other value that is not true/false is "
-        "reported as invalid. Every source that sets the key is checked, not only the one in effect: "
-        "a HelmRelease still saying strict behind a correct ConfigMap breaks its next reconciliation."
+        "is an error, one only deprecated there a warning, any other value that is not true/false "
+        "invalid. Every source that sets the key is checked, not only the one in effect: a HelmRelease "
+        "still saying strict behind a correct ConfigMap breaks its next reconciliation."
     )
     remediation = (
         "Replace the value with \"true\" (strict, partial) or \"false\" (disabled) in the Helm values "
         "(kubeProxyReplacement) or cilium-config, and re-check what partial enabled feature by feature."
     )
-    requires = (CONFIG_KINDS,)
+    requires = (CILIUM_CONFIGURATION,)
+    cilium_settings = (KEY, cilium_keys.AGENT_VERSION)
+    posture_fields = ("expected.ciliumVersionLine",)
     facts = (
-        Fact("probe deprecated, then removed from the agent", "deprecated 1.12, removed 1.13", "cilium/cilium PR #22083"),
+        Fact("probe deprecated, then removed from the agent", "deprecated 1.12, removed 1.13", "https://github.com/cilium/cilium/pull/22083"),
         Fact(
             "strict, partial, disabled deprecated in favour of true/false",
             "deprecated 1.14",
-            "cilium/cilium PR #26577",
+            "https://github.com/cilium/cilium/pull/26577",
         ),
         Fact(
             "strict, partial, disabled (and probe) removed from the agent and Helm chart",
             "removed 1.16 (merged March 2024)",
-            "cilium/cilium PR #31286",
+            "https://github.com/cilium/cilium/pull/31286",
         ),
     )
     references = (
@@ -65,32 +66,34 @@ class KprRemovedValue(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        require_settings(ctx, "cannot read kube-proxy-replacement")
-        concrete(ctx, KEY, "cannot read kube-proxy-replacement")
-        version, version_why = target_version(ctx)
+        ctx.setting(KEY, unknown_because="cannot read kube-proxy-replacement")
+        version, version_why = ctx.target_cilium_version()
         # Every source that sets it, not only the winner: a stale HelmRelease breaks the next sync.
-        for setting in ctx.cilium.candidates.get(KEY, []):
+        for setting in ctx.setting_sources(KEY):
             if setting.ref is not None:
                 ctx.examined(setting.ref)
-            if not setting.concrete:
-                continue
-            value = setting.value.strip().lower()
-            if value in ("true", "false"):
-                continue
-            where = f"{KEY}={setting.value!r} (from {setting.origin})"
-            if value in REMOVED:
-                deprecated, removed, instead = REMOVED[value]
-                if version[:2] >= removed:
-                    yield config_finding(
-                        ctx, setting,
-                        f"{where}: removed in Cilium {_text(removed)}, no longer accepted by {version_why}; use {instead}",
-                    )
-                elif version[:2] >= deprecated:
-                    yield config_finding(
-                        ctx, setting,
-                        f"{where}: deprecated since Cilium {_text(deprecated)} and removed in {_text(removed)} "
-                        f"({version_why}); use {instead}",
-                        Severity.WARNING,
-                    )
-            elif version[:2] >= BOOLEANS_SINCE:
-                yield config_finding(ctx, setting, f"{where}: not a value Cilium accepts (\"true\" or \"false\")")
+            if setting.concrete:
+                yield from self._judge(ctx, setting, version[:2], version_why)
+
+    @staticmethod
+    def _judge(ctx: RuleContext, setting: Setting, line: tuple[int, ...], version_why: str) -> Iterator[Finding]:
+        value = setting.as_choice()
+        if value in ("true", "false"):
+            return
+        where = f"{KEY}={setting.value!r} (from {setting.origin})"
+        if value in REMOVED:
+            deprecated, removed, instead = REMOVED[value]
+            if line >= removed:
+                yield ctx.configuration_finding(
+                    f"{where}: removed in Cilium {_text(removed)}, no longer accepted by {version_why}; use {instead}",
+                    setting,
+                )
+            elif line >= deprecated:
+                yield ctx.configuration_finding(
+                    f"{where}: deprecated since Cilium {_text(deprecated)} and removed in {_text(removed)} "
+                    f"({version_why}); use {instead}",
+                    setting,
+                    Severity.WARNING,
+                )
+        elif line >= BOOLEANS_SINCE:
+            yield ctx.configuration_finding(f"{where}: not a value Cilium accepts (\"true\" or \"false\")", setting)

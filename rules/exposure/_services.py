@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from auditor.model import K8sObject, as_list, as_mapping, as_str, string_labels
-from auditor.selectors import is_empty_selector, selector_matches, strip_source
+from typing import Any
+
+from auditor.api import (
+    K8sObject,
+    as_list,
+    as_mapping,
+    as_str,
+    is_empty_selector,
+    selector_matches,
+    string_labels,
+    strip_source,
+)
 
 # loadBalancerClass values Cilium serves (docs/cilium-facts.md §3.3); a Service
 # with another class belongs to another load-balancer implementation.
@@ -116,13 +126,13 @@ class SelectorSet:
     `always` makes every label set match (a policy without a selector).
     """
 
-    __slots__ = ("selectors", "keys", "always", "_cache")
+    __slots__ = ("_cache", "always", "keys", "selectors")
 
-    def __init__(self, selectors: list, always: bool = False) -> None:
+    def __init__(self, selectors: list[Any], always: bool = False) -> None:
         self.selectors = list(selectors)
         self.always = always
         self.keys = tuple(sorted({key for s in self.selectors for key in _selector_keys(s)}))
-        self._cache: dict[tuple, bool] = {}
+        self._cache: dict[tuple[str | None, ...], bool] = {}
 
     def __bool__(self) -> bool:
         return self.always or bool(self.selectors)

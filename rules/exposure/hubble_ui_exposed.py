@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 from auditor_rules.exposure._services import exposed_ports, service_type
 
 NAME = "hubble-ui"
@@ -51,21 +61,23 @@ class HubbleUiExposed(Rule):
     id = "hubble-ui-exposed"
     severity = Severity.ERROR
     title = "Hubble UI reachable from outside the cluster"
-    rationale = (
-        "Hubble UI shows the network flows Hubble observes across the cluster: which workload "
-        "talks to which, on which ports, with the policy verdicts. The platform keeps it "
-        "internal, reached through kubectl port-forward, and never published through the "
-        "edge Gateway. The Cilium chart renders Service hubble-ui (labels k8s-app: hubble-ui) "
-        "with type from hubble.ui.service.type, default ClusterIP, and can also render an "
-        "Ingress or HTTPRoute for it. Reported: the hubble-ui Service with another type, and "
-        "any HTTPRoute or Ingress whose backend is it."
+    rationale_fact = (
+        "Hubble UI shows the network flows Hubble observes across the cluster: which workload talks to "
+        "which, on which ports, with the policy verdicts. The Cilium chart renders Service hubble-ui "
+        "(labels k8s-app: hubble-ui) with type hubble.ui.service.type, default ClusterIP, and can also "
+        "render an Ingress or HTTPRoute for it."
+    )
+    rationale_decision = (
+        "The platform keeps Hubble UI internal, reached through kubectl port-forward and never "
+        "published through the edge Gateway: the hubble-ui Service with another type than ClusterIP, "
+        "and any HTTPRoute or Ingress whose backend is it, are errors."
     )
     remediation = (
         "Set hubble.ui.service.type=ClusterIP, remove the Ingress/HTTPRoute in front of "
         "hubble-ui (hubble.ui.ingress.enabled=false), and reach it with kubectl port-forward "
         "or `cilium hubble ui`."
     )
-    requires = ((kinds.SERVICE, kinds.HTTP_ROUTE, kinds.INGRESS),)
+    requires = (AnyOf(kinds.SERVICE, kinds.HTTP_ROUTE, kinds.INGRESS, name="Services, HTTPRoutes or Ingresses"),)
     facts = (
         Fact(
             "The chart's Hubble UI Service is hubble-ui (labels k8s-app: hubble-ui, "
@@ -78,7 +90,7 @@ class HubbleUiExposed(Rule):
     references = ("https://docs.cilium.io/en/stable/observability/hubble/hubble-ui/",)
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        hubble = {}
+        hubble: dict[tuple[str | None, str], K8sObject] = {}
         for service in snapshot.of_kind(kinds.SERVICE):
             if not _is_hubble_ui(service):
                 continue

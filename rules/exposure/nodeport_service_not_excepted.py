@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.exposure._services import exposed_ports, service_type
 
 
@@ -15,12 +12,15 @@ class NodePortServiceNotExcepted(Rule):
     id = "nodeport-service-not-excepted"
     severity = Severity.ERROR
     title = "NodePort Service not on the exception list"
-    rationale = (
-        "NodePort exposure is excluded by the platform's design (all-Cilium exposure, ADR "
-        "0020): with kube-proxy replacement, Cilium's eBPF load balancer answers a NodePort on "
-        "every node address, so the Service is reachable on each node's IP, outside the edge "
-        "Gateway, its TLS termination and its routes. Application Services stay ClusterIP; a "
-        "NodePort is drift unless a named exception records why it is needed."
+    rationale_fact = (
+        "With kube-proxy replacement, Cilium's eBPF load balancer answers a NodePort Service on every "
+        "node address, so the Service is reachable on each node's IP, outside any Gateway, its TLS "
+        "termination and its routes."
+    )
+    rationale_decision = (
+        "NodePort exposure is excluded by the platform's design (all-Cilium exposure through the edge "
+        "Gateway, ADR 0020): application Services stay ClusterIP, and a NodePort is drift unless a "
+        "named exception records why it is needed."
     )
     remediation = (
         "Change the Service to type ClusterIP and publish it through an HTTPRoute on the edge "
@@ -32,7 +32,8 @@ class NodePortServiceNotExcepted(Rule):
             "With kube-proxy replacement, Cilium's eBPF load balancer serves NodePort Services on every node address "
             "(the enable-node-port switch was folded into kube-proxy-replacement=true)",
             "Cilium 1.16+ (true/false values); switch deprecated in 1.18",
-            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/; cilium/cilium PR #39581",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
+            also=("https://github.com/cilium/cilium/pull/39581",),
         ),
     )
 

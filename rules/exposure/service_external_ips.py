@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import selector_matches
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    kinds,
+    selector_matches,
+)
 from auditor_rules.exposure._services import exposed_ports, selector_labels
 
 
@@ -27,15 +34,17 @@ class ServiceExternalIps(Rule):
     id = "service-external-ips"
     severity = Severity.ERROR
     title = "Service with spec.externalIPs"
-    rationale = (
-        "The only way in is the edge Gateway (ADR 0020); spec.externalIPs bypasses it. With "
-        "kube-proxy replacement, Cilium's eBPF load balancer serves a Service's externalIPs "
+    rationale_fact = (
+        "With kube-proxy replacement, Cilium's eBPF load balancer serves a Service's spec.externalIPs "
         "on the nodes (since 1.18 the external-IPs feature is always on under "
-        "kubeProxyReplacement=true), and a CiliumL2AnnouncementPolicy with externalIPs: true "
-        "announces them on the LAN. Whoever can create a Service can also claim any address "
-        "this way and intercept traffic meant for it, a design flaw Kubernetes tracks as "
-        "CVE-2020-8554 with no fix in the API itself. The platform uses no externalIPs; every "
-        "Service that sets them is reported."
+        "kubeProxyReplacement=true), and a CiliumL2AnnouncementPolicy with externalIPs: true announces "
+        "them on the LAN. Whoever can create a Service can claim any address this way and intercept "
+        "traffic meant for it, a design flaw Kubernetes tracks as CVE-2020-8554, with no fix in the API "
+        "itself."
+    )
+    rationale_decision = (
+        "The only way in is the platform's edge Gateway (ADR 0020) and it uses no externalIPs: every "
+        "Service that sets them is an error."
     )
     remediation = (
         "Remove spec.externalIPs and publish the Service through an HTTPRoute on the edge "

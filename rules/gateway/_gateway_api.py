@@ -7,11 +7,9 @@ not crash a rule.
 
 from __future__ import annotations
 
-from auditor import kinds
-from auditor.model import K8sObject, as_list, as_mapping, as_str
-from auditor.rule import RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import parse_version
+from typing import Any
+
+from auditor.api import K8sObject, RuleContext, Snapshot, as_list, as_str, cilium_keys, kinds, parse_version
 
 # GatewayClass controllerName of Cilium's Gateway API implementation, and the
 # class name its Helm chart creates (docs/cilium-facts.md §5.3).
@@ -19,8 +17,8 @@ CILIUM_CONTROLLER = "io.cilium/gateway-controller"
 CILIUM_DEFAULT_CLASS = "cilium"
 GATEWAY_API_GROUP = "gateway.networking.k8s.io"
 
-ENABLE_KEY = "enable-gateway-api"
-HOST_NETWORK_KEY = "gateway-api-hostnetwork-enabled"
+ENABLE_KEY = cilium_keys.ENABLE_GATEWAY_API
+HOST_NETWORK_KEY = cilium_keys.GATEWAY_API_HOST_NETWORK
 
 # Annotations that make cert-manager's gateway-shim create the Secrets a
 # Gateway's listeners reference (cert-manager docs, "Annotated Gateway resource").
@@ -63,29 +61,18 @@ def served_by_cilium(snapshot: Snapshot, gateway: K8sObject) -> bool | None:
     return None
 
 
-def listeners(gateway: K8sObject) -> list[tuple[int, dict]]:
+def listeners(gateway: K8sObject) -> list[tuple[int, dict[str, Any]]]:
     """(position in spec.listeners, listener) for every listener that is a mapping."""
     raw = as_list(gateway.spec.get("listeners"))
     return [(index, listener) for index, listener in enumerate(raw) if isinstance(listener, dict)]
 
 
-def listener_label(listener: dict, index: int) -> str:
+def listener_label(listener: dict[str, Any], index: int) -> str:
     """`websecure (HTTPS:443)` for messages."""
     name = as_str(listener.get("name")) or f"#{index + 1}"
     protocol = as_str(listener.get("protocol")) or "?"
     port = listener.get("port")
     return f"{name} ({protocol}:{port})" if isinstance(port, int) else f"{name} ({protocol})"
-
-
-def conditions(obj: K8sObject) -> dict[str, dict]:
-    """`status.conditions` by type (the last one of a type wins)."""
-    out: dict[str, dict] = {}
-    for condition in as_list(obj.status.get("conditions")):
-        condition = as_mapping(condition)
-        kind = condition.get("type")
-        if isinstance(kind, str):
-            out[kind] = condition
-    return out
 
 
 def cert_manager_issuer(gateway: K8sObject) -> str | None:
@@ -104,12 +91,12 @@ def host_network_mode(ctx: RuleContext) -> tuple[bool, str]:
     is off: Helm's gatewayAPI.hostNetwork.enabled defaults to false); otherwise
     the posture's expectation (gatewayHostNetwork, default true) stands in.
     """
-    setting = ctx.cilium.get(HOST_NETWORK_KEY)
-    if ctx.cilium.settings_known and setting is None:
+    shown = ctx.setting_sources(HOST_NETWORK_KEY)
+    if ctx.settings_known and not shown:
         return False, f"{HOST_NETWORK_KEY} is not set in the Cilium configuration (default off)"
-    if setting is not None and getattr(setting, "concrete", True):
-        enabled = setting.value.strip().lower() == "true"
-        return enabled, f"{HOST_NETWORK_KEY}={setting.value} (from {setting.origin})"
+    setting = ctx.concrete_setting(HOST_NETWORK_KEY)
+    if setting is not None:
+        return setting.as_bool(), f"{HOST_NETWORK_KEY}={setting.value} (from {setting.origin})"
     expected = bool(ctx.posture.gateway_host_network)
     return expected, f"posture gatewayHostNetwork={str(expected).lower()} (the input does not show {HOST_NETWORK_KEY})"
 

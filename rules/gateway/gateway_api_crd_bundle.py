@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import version_line
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    crd_served_versions,
+    kinds,
+    version_line,
+)
 from auditor_rules.gateway._gateway_api import GATEWAY_API_GROUP, bundle_version
 
 BUNDLE_ANNOTATION = "gateway.networking.k8s.io/bundle-version"
@@ -26,14 +34,6 @@ def _is_gateway_api_crd(crd: K8sObject) -> bool:
     return crd.name.endswith(f".{GATEWAY_API_GROUP}")
 
 
-def _served_versions(crd: K8sObject) -> list[str]:
-    return [
-        as_mapping(v).get("name")
-        for v in as_list(crd.spec.get("versions"))
-        if as_mapping(v).get("served") is True and isinstance(as_mapping(v).get("name"), str)
-    ]
-
-
 def _text(version: tuple[int, ...]) -> str:
     return "v" + ".".join(str(part) for part in version)
 
@@ -42,19 +42,21 @@ class GatewayApiCrdBundle(Rule):
     id = "gateway-api-crd-bundle"
     severity = Severity.ERROR
     title = "Gateway API CRDs not from the bundle the Cilium version line supports"
-    rationale = (
-        "Cilium's Gateway API controller is built against one Gateway API release: Cilium 1.19 "
-        "targets v1.4.0 (cilium/cilium PR #41936), so the platform pins the v1.4.x CRDs "
-        "(posture expected.gatewayApiBundleVersion, default v1.4). A newer bundle can break it: "
-        "Gateway API v1.5 promoted TLSRoute to v1 and stopped serving v1alpha2 in the standard "
-        "bundle, and the 1.19 operator, which still watches TLSRoute v1alpha2, then fails to "
-        "start its Gateway API controller (cilium/cilium#44920 on 1.19.1, #45139 on 1.19.2 with "
-        "v1.5.0/v1.5.1). Each CRD of the gateway.networking.k8s.io group carries its bundle in "
-        "the gateway.networking.k8s.io/bundle-version annotation. A newer bundle than the "
-        "posture's is an error; an older one, or a CRD without the annotation, a warning; on "
-        "the 1.19 line a TLSRoute CRD that no longer serves v1alpha2 is an error whatever its "
-        "annotation says. Offline input without any Gateway API CRD gives not-run: the CRDs "
-        "are usually installed apart from the platform manifests."
+    rationale_fact = (
+        "Cilium's Gateway API controller is built against one Gateway API release: Cilium 1.19 targets "
+        "v1.4.0. A newer bundle can break it: Gateway API v1.5 promoted TLSRoute to v1 and stopped "
+        "serving v1alpha2 in the standard bundle, and the 1.19 operator, which still watches TLSRoute "
+        "v1alpha2, then fails to start its Gateway API controller (reported on 1.19.1 and 1.19.2 with "
+        "v1.5.0/v1.5.1). Each CRD of the gateway.networking.k8s.io group carries its bundle in the "
+        "gateway.networking.k8s.io/bundle-version annotation."
+    )
+    rationale_decision = (
+        "The platform pins the bundle its Cilium line supports (posture "
+        "expected.gatewayApiBundleVersion, default v1.4). A newer bundle than the posture's is an "
+        "error; an older one, or a CRD without the annotation, a warning; on the 1.19 line a TLSRoute "
+        "CRD that no longer serves v1alpha2 is an error whatever its annotation says. Offline input "
+        "without any Gateway API CRD gives not-run: the CRDs are usually installed apart from the "
+        "platform manifests."
     )
     remediation = (
         "Install the Gateway API CRDs of the posture's line (v1.4.x for Cilium 1.19) with "
@@ -62,6 +64,7 @@ class GatewayApiCrdBundle(Rule):
         "update the posture."
     )
     requires = (kinds.CRD,)
+    posture_fields = ("expected.gatewayApiBundleVersion", "expected.ciliumVersionLine")
     facts = (
         Fact("Cilium 1.19 targets Gateway API v1.4.0.", "Cilium 1.19", "https://github.com/cilium/cilium/pull/41936"),
         Fact(
@@ -85,7 +88,7 @@ class GatewayApiCrdBundle(Rule):
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         crds = [crd for crd in snapshot.of_kind(kinds.CRD) if _is_gateway_api_crd(crd)]
         if not crds:
-            if snapshot.mode == "offline":
+            if not snapshot.mode.from_cluster:
                 raise NotRun(
                     f"the input holds no Gateway API CRDs ({GATEWAY_API_GROUP}); they are usually installed "
                     "apart from the platform manifests"
@@ -121,7 +124,7 @@ class GatewayApiCrdBundle(Rule):
                         f"(Cilium {ctx.posture.cilium_version_line} targets {_text(expected)})",
                     ))
             if on_119 and crd.name == TLSROUTE_CRD:
-                served = _served_versions(crd)
+                served = crd_served_versions(crd)
                 if served and "v1alpha2" not in served:
                     problems.append((
                         Severity.ERROR,

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS, concrete, describe, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.gateway._gateway_api import ENABLE_KEY, class_name, served_by_cilium
 
 
@@ -16,22 +12,25 @@ class GatewayApiDisabled(Rule):
     id = "gateway-api-disabled"
     severity = Severity.ERROR
     title = "Gateway objects while Cilium's Gateway API support is disabled"
-    rationale = (
-        "The platform's single way in is the edge Gateway served by Cilium (ADR 0020). Cilium "
-        "serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
-        "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default "
-        "is false). With it off, no controller programs the Gateways: they get no listeners, no "
-        "address and no routes, and everything published through them is unreachable. "
-        "Gateways whose GatewayClass belongs to another controller are left to "
-        "gateway-class-not-cilium. Without the Cilium configuration in the input the verdict "
-        "is not-run."
+    rationale_fact = (
+        "Cilium serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
+        "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default is "
+        "false). With it off, no controller programs Gateways of the Cilium class: they get no "
+        "listeners, no address and no routes, and everything published through them is unreachable."
+    )
+    rationale_decision = (
+        "The platform's single way in is the edge Gateway served by Cilium (ADR 0020), so a Gateway "
+        "meant for Cilium while the support is off is an error. Gateways whose GatewayClass belongs to "
+        "another controller are left to gateway-class-not-cilium. Without the Cilium configuration in "
+        "the input the verdict is not-run."
     )
     remediation = (
         "Enable Cilium's Gateway API support (Helm gatewayAPI.enabled=true, with the Gateway API "
         "CRDs installed first) and restart the operator and agents, or remove the Gateways."
     )
     requires = (kinds.GATEWAY,)
-    uses = (kinds.GATEWAY_CLASS, *SOURCE_KINDS)
+    uses = (kinds.GATEWAY_CLASS,)
+    cilium_settings = (ENABLE_KEY,)
     facts = (
         Fact(
             "Helm gatewayAPI.enabled (default false) renders cilium-config enable-gateway-api and "
@@ -53,10 +52,9 @@ class GatewayApiDisabled(Rule):
         if not gateways:
             return
         what = f"{len(gateways)} Gateway(s) meant for Cilium; whether {ENABLE_KEY} is on is unknown"
-        require_settings(ctx, what)
-        setting = concrete(ctx, ENABLE_KEY, what)
-        enabled = setting is not None and setting.value.strip().lower() == "true"
-        why = describe(setting, ENABLE_KEY, "false: Helm gatewayAPI.enabled defaults to false")
+        setting = ctx.setting(ENABLE_KEY, unknown_because=what)
+        enabled = setting is not None and setting.as_bool()
+        why = ctx.describe_setting(ENABLE_KEY, "false: Helm gatewayAPI.enabled defaults to false")
         for gateway in gateways:
             ctx.examined(gateway)
             if not enabled:

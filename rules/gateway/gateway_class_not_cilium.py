@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.gateway._gateway_api import CILIUM_CONTROLLER, CILIUM_DEFAULT_CLASS, class_controller, class_name
 
 
@@ -15,15 +12,18 @@ class GatewayClassNotCilium(Rule):
     id = "gateway-class-not-cilium"
     severity = Severity.ERROR
     title = "Gateway whose GatewayClass is missing or not Cilium's"
-    rationale = (
-        "The platform's exposure is all-Cilium (ADR 0020): every Gateway is served by Cilium's "
-        "Gateway API implementation, whose GatewayClass has controllerName "
-        "io.cilium/gateway-controller (Cilium 1.13+). A Gateway naming no class, a class that "
-        "does not exist, or a class of another controller (Envoy Gateway, Istio, Traefik...) is "
-        "either dead configuration that nothing programs or a second ingress implementation "
-        "outside the platform's review. The class is looked up among the GatewayClass objects, "
-        "so the input must hold some; a class missing from offline input is only a warning (the "
-        "Cilium chart can render the cilium class itself), from a live read or snapshot an error."
+    rationale_fact = (
+        "A Gateway is programmed only by the controller its GatewayClass names in controllerName; "
+        "Cilium's Gateway API implementation is io.cilium/gateway-controller (Cilium 1.13+), and the "
+        "Cilium chart can create its class, named cilium. A Gateway naming no class, a class that does "
+        "not exist, or a class of another controller (Envoy Gateway, Istio, Traefik...) is either dead "
+        "configuration nothing programs or a second ingress implementation."
+    )
+    rationale_decision = (
+        "The platform's exposure is all-Cilium (ADR 0020): every Gateway must be Cilium's, else it is "
+        "an error. The class is looked up among the GatewayClass objects, so the input must hold some; "
+        "a class missing from offline input is only a warning (the chart can render the cilium class "
+        "itself), from a live read or snapshot an error."
     )
     remediation = (
         "Set spec.gatewayClassName to the Cilium GatewayClass (controllerName "
@@ -50,7 +50,7 @@ class GatewayClassNotCilium(Rule):
         # Offline input holding some GatewayClasses does not hold every class the
         # cluster has (the Cilium chart renders its own), so a class missing from
         # it is a warning; a live read or snapshot lists them all.
-        listed = snapshot.mode != "offline"
+        listed = snapshot.mode.from_cluster
         for gateway in snapshot.of_kind(kinds.GATEWAY):
             ctx.examined(gateway)
             name = class_name(gateway)

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import CoverageState, Snapshot
+from auditor.api import (
+    CoverageState,
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_str,
+    is_placeholder,
+    kinds,
+)
 from auditor_rules.gateway._gateway_api import cert_manager_issuer, listener_label, listeners
 
 TERMINATE = "Terminate"
@@ -31,26 +43,28 @@ def _secret_listing_authoritative(snapshot: Snapshot) -> bool:
     create secret`), so the presence of some Secrets says nothing of the others.
     """
     coverage = snapshot.coverage(kinds.SECRET).state
-    return coverage in (CoverageState.LISTED, CoverageState.NOT_SERVED) and snapshot.mode != "offline"
+    return coverage in (CoverageState.LISTED, CoverageState.NOT_SERVED) and snapshot.mode.from_cluster
 
 
 class GatewayHttpsListenerTls(Rule):
     id = "gateway-https-listener-tls"
     severity = Severity.ERROR
     title = "HTTPS Gateway listener without TLS termination or without its certificate"
-    rationale = (
-        "TLS ends at the edge Gateway (ADR 0003/0021: internal CA through cert-manager). In "
-        "Gateway API an HTTPS listener requires a tls block; mode Terminate (the API default) "
-        "requires at least one certificateRef, and Passthrough is meant for TLS listeners, not "
-        "HTTPS (Gateway API v1 GatewayTLSConfig). A listener whose certificate Secret does not "
-        "exist is invalid (ResolvedRefs False, reason InvalidCertificateRef). A Secret missing from "
-        "the input counts only when nothing will create it: a Gateway annotated "
-        "cert-manager.io/cluster-issuer or cert-manager.io/issuer gets one Certificate per "
-        "Secret name from cert-manager's gateway-shim, for listeners with a hostname, mode "
-        "Terminate and a same-namespace Secret ref; a cert-manager Certificate with that "
-        "secretName does too. Secrets are read as metadata only, and are authoritative only "
-        "from a live read or snapshot: offline, a Secret absent from Git is unverified, and "
-        "the verdict is not-run when that is all that is left to judge."
+    rationale_fact = (
+        "In Gateway API an HTTPS listener requires a tls block; mode Terminate (the default) requires "
+        "at least one certificateRef, and Passthrough is meant for TLS listeners, not HTTPS. A listener "
+        "whose certificate Secret does not exist is invalid (ResolvedRefs False, reason "
+        "InvalidCertificateRef). cert-manager's gateway-shim creates one Certificate per referenced "
+        "Secret for a Gateway annotated cert-manager.io/cluster-issuer or cert-manager.io/issuer, for "
+        "listeners with a hostname, mode Terminate and a same-namespace Secret ref; a cert-manager "
+        "Certificate with that secretName creates it too."
+    )
+    rationale_decision = (
+        "TLS ends at the edge Gateway with certificates from the platform's internal CA through "
+        "cert-manager (ADR 0003/0021): an HTTPS listener without termination, or whose Secret nothing "
+        "creates, is an error. Secrets are read as metadata only and are authoritative only from a live "
+        "read or snapshot: offline, a Secret absent from Git is unverified, and the verdict is not-run "
+        "when that is all that is left to judge."
     )
     remediation = (
         "Give the HTTPS listener tls.mode Terminate and a certificateRefs entry, and annotate "
@@ -113,7 +127,7 @@ class GatewayHttpsListenerTls(Rule):
         yield from findings
 
     @staticmethod
-    def _listener_problem(listener: dict) -> tuple[str | None, list[dict]]:
+    def _listener_problem(listener: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
         tls = listener.get("tls")
         if not isinstance(tls, dict):
             return "no tls block: an HTTPS listener must terminate TLS (tls.mode Terminate with certificateRefs)", []
@@ -129,8 +143,8 @@ class GatewayHttpsListenerTls(Rule):
     def _missing_secret(
         snapshot: Snapshot,
         gateway: K8sObject,
-        listener: dict,
-        ref: dict,
+        listener: dict[str, Any],
+        ref: dict[str, Any],
         issuer: str | None,
         issued: set[tuple[str | None, str]],
         authoritative: bool,
@@ -160,7 +174,7 @@ class GatewayHttpsListenerTls(Rule):
             text = f"Secret {where} is not present and {issuer} will not create it ({'; '.join(skipped)})"
         else:
             text = f"Secret {where} is not present and no cert-manager annotation or Certificate creates it"
-        if "${" in name:
+        if is_placeholder(name):
             # A Flux substitution: the real name is not in the input.
             return f"Secret name {where} is a substitution the input does not resolve", False
         return text, authoritative

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS
-from auditor_rules._components import parse_version
-from auditor_rules.gateway._gateway_api import HOST_NETWORK_ADDRESS_FIX, conditions, host_network_mode, served_by_cilium
+from auditor.api import (
+    Fact,
+    Finding,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_str,
+    cilium_keys,
+    conditions,
+    kinds,
+)
+from auditor_rules.gateway._gateway_api import (
+    HOST_NETWORK_ADDRESS_FIX,
+    HOST_NETWORK_KEY,
+    host_network_mode,
+    served_by_cilium,
+)
 
 PROGRAMMED = "Programmed"
 # The reason Cilium's operator sets while it waits for an address; in
@@ -23,22 +35,22 @@ class GatewayNotProgrammed(Rule):
     id = "gateway-not-programmed"
     severity = Severity.ERROR
     title = "Gateway whose Programmed condition is not True"
-    rationale = (
-        "A Gateway reports Programmed=True once its controller has configured the data plane "
-        "for it (Gateway API v1); anything else usually means the listeners published through "
-        "it are not served. The platform runs Cilium's Gateway in hostNetwork mode (posture "
-        "gatewayHostNetwork, cilium-config gateway-api-hostnetwork-enabled), where Cilium "
-        "creates no LoadBalancer Service for the Gateway; from 1.18.3 on its operator then "
-        "never filled in the Gateway's address and left Programmed=False, reason "
-        "AddressNotAssigned, while Envoy served traffic (cilium/cilium#42786, #45485). The fix, "
-        "PR #46350, fills the address from node IPs; the v1.19.6 source has it "
-        "(cilium/cilium#47456), earlier 1.19.x releases are not confirmed. So for a Cilium "
-        "Gateway in hostNetwork mode with reason AddressNotAssigned on an agent older than "
-        "1.19.6 (or of unknown version) the finding is info only: gate on real L7 reachability "
-        "of the listeners instead. Other reasons (Invalid, NoResources, AddressNotUsable...) "
-        "stay errors. Status exists only in objects read from a cluster: Gateways of a live read "
-        "or snapshot are judged, offline ones only when they carry status.conditions (a kubectl "
-        "dump); manifests without status give not-run."
+    rationale_fact = (
+        "A Gateway reports Programmed=True once its controller has configured the data plane for it "
+        "(Gateway API v1); anything else usually means the listeners published through it are not "
+        "served. In hostNetwork mode (cilium-config gateway-api-hostnetwork-enabled) Cilium creates no "
+        "LoadBalancer Service for the Gateway, and from 1.18.3 on its operator never filled in the "
+        "Gateway's address: Programmed=False, reason AddressNotAssigned, while Envoy served traffic "
+        "(cilium/cilium#42786). PR #46350 fills the address from node IPs; the v1.19.6 source has it, "
+        "earlier 1.19.x releases are not confirmed."
+    )
+    rationale_decision = (
+        "The platform runs Cilium's Gateway in hostNetwork mode (posture gatewayHostNetwork when the "
+        "input does not show the setting), so for a Cilium Gateway with reason AddressNotAssigned on an "
+        "agent older than 1.19.6 (or of unknown version) the finding is info only: gate on real L7 "
+        "reachability instead. Other reasons (Invalid, NoResources, AddressNotUsable...) are errors. "
+        "Status exists only in objects read from a cluster: Gateways of a live read, a snapshot or a "
+        "kubectl dump are judged; manifests without status give not-run."
     )
     remediation = (
         "Read the Gateway's status conditions (kubectl describe gateway) and the operator's "
@@ -47,7 +59,9 @@ class GatewayNotProgrammed(Rule):
         "the #42786 fix."
     )
     requires = (kinds.GATEWAY,)
-    uses = (kinds.GATEWAY_CLASS, *SOURCE_KINDS)
+    uses = (kinds.GATEWAY_CLASS,)
+    cilium_settings = (HOST_NETWORK_KEY, cilium_keys.AGENT_VERSION)
+    posture_fields = ("exposure.gatewayHostNetwork",)
     facts = (
         Fact(
             "In hostNetwork mode Cilium's Gateway stays Programmed=False (AddressNotAssigned, \"Gateway "
@@ -75,16 +89,16 @@ class GatewayNotProgrammed(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         everything = snapshot.of_kind(kinds.GATEWAY)
-        from_cluster = snapshot.mode in ("live", "snapshot")
-        gateways = [g for g in everything if from_cluster or isinstance(g.status.get("conditions"), list)]
+        gateways = [g for g in everything if snapshot.read_from_cluster(g)]
         if everything and not gateways:
             raise NotRun(
                 f"{len(everything)} Gateway(s) in offline manifests, none with status.conditions: audit a live "
                 "cluster, a snapshot or a kubectl dump to read the Programmed condition"
             )
         host_network, host_network_why = host_network_mode(ctx)
-        version_text = ctx.cilium.concrete_value("agent-version")
-        version = parse_version(version_text)
+        agent_version = ctx.agent_version()
+        version_text = agent_version.value if agent_version is not None else None
+        version = agent_version.as_version() if agent_version is not None else None
         fixed = version is not None and version >= HOST_NETWORK_ADDRESS_FIX
         for gateway in gateways:
             ctx.examined(gateway)

@@ -2,38 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import flag
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.exposure._services import handled_by_cilium_l2, l2_policy_selects, service_type
 
-L2_KEY = "enable-l2-announcements"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
 
 
 class EtpLocalUnderL2(Rule):
     id = "etp-local-under-l2"
     severity = Severity.ERROR
     title = "LoadBalancer Service with externalTrafficPolicy Local under L2 announcements"
-    rationale = (
-        "With L2 announcements one elected node (the lease holder) answers ARP for a Service "
-        "IP and receives all its traffic. With externalTrafficPolicy: Local that node drops the "
-        "traffic whenever it runs no endpoint of the Service, so the IP works or not depending "
-        "on where the lease landed. Cilium lists eTP=Local as incompatible with L2 "
-        "announcements (Cilium docs, L2 Announcements, Limitations; 1.14 onwards). The "
-        "platform keeps eTP Cluster under L2 (ADR 0020); client addresses are preserved at L7 "
-        "by the Gateway (X-Forwarded-For). Only Services Cilium's L2 announcer handles count: "
-        "no loadBalancerClass, or io.cilium/l2-announcer."
+    rationale_fact = (
+        "With L2 announcements one elected node (the lease holder) answers ARP for a Service IP and "
+        "receives all its traffic. With externalTrafficPolicy: Local that node drops the traffic "
+        "whenever it runs no endpoint of the Service, so the IP works or not depending on where the "
+        "lease landed: Cilium lists eTP=Local as incompatible with L2 announcements. Only Services "
+        "Cilium's L2 announcer handles count: no loadBalancerClass, or io.cilium/l2-announcer."
+    )
+    rationale_decision = (
+        "The platform keeps externalTrafficPolicy Cluster under L2 announcements and preserves client "
+        "addresses at L7 in the Gateway (X-Forwarded-For), so any such Service is an error while L2 "
+        "announcements are on, or while an L2 policy selects it when the input does not show the "
+        "setting (ADR 0020)."
     )
     remediation = (
         "Set spec.externalTrafficPolicy to Cluster (the default) on the Service, or announce it "
         "through BGP instead of L2."
     )
     requires = (kinds.SERVICE,)
-    uses = (kinds.CONFIGMAP, kinds.L2_ANNOUNCEMENT_POLICY)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY,)
+    cilium_settings = (L2_KEY,)
     references = (
         "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         "https://docs.cilium.io/en/stable/network/l2-announcements/#service-selector",
@@ -43,18 +43,18 @@ class EtpLocalUnderL2(Rule):
             "L2 announcements are incompatible with externalTrafficPolicy: Local: the IP may be announced by a node "
             "without a local endpoint, and that traffic is dropped",
             "Cilium 1.14-1.16 docs (Limitations); not re-read on the 1.19 page",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
         Fact(
             "Only Services without loadBalancerClass, or with io.cilium/l2-announcer, are announced; a policy with no "
             "serviceSelector selects every Service, and announces LoadBalancer IPs only with loadBalancerIPs: true",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
         Fact(
             "enable-l2-announcements (Helm l2announcements.enabled) defaults to off",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#limitations",
         ),
     )
 
@@ -69,11 +69,13 @@ class EtpLocalUnderL2(Rule):
         local = [s for s in candidates if s.spec.get("externalTrafficPolicy") == "Local"]
         if not local:
             return
-        setting = ctx.cilium.get(L2_KEY)
-        if ctx.cilium.settings_known:
+        setting = ctx.concrete_setting(L2_KEY)
+        if ctx.settings_known:
             # cilium-config decides: absent, the key defaults to off, and with
             # L2 off the policies are inert (nothing is announced).
-            l2_enabled = flag(ctx, L2_KEY, f"{len(local)} LoadBalancer Service(s) use externalTrafficPolicy Local")
+            l2_enabled = ctx.setting_enabled(
+                L2_KEY, unknown_because=f"{len(local)} LoadBalancer Service(s) use externalTrafficPolicy Local"
+            )
             if not l2_enabled:
                 return
         else:

@@ -2,42 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-L2_KEY = "enable-l2-announcements"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
 
 
 class L2PolicyWhileDisabled(Rule):
     id = "l2-policy-while-disabled"
     severity = Severity.WARNING
     title = "CiliumL2AnnouncementPolicy present while L2 announcements are off"
-    rationale = (
-        "A CiliumL2AnnouncementPolicy only takes effect when the agent runs with "
-        "enable-l2-announcements=true (Helm l2announcements.enabled, default false; Cilium 1.14+). "
-        "With the feature off the policy is inert: no node answers ARP for the LoadBalancer IPs it "
-        "selects, so what it was written to expose is unreachable from the LAN, and a reader of the "
-        "manifests believes the opposite. In the platform, L2 announcements are part of the optional "
-        "LB-IPAM + L2 production path (posture lbIpamL2); a policy without the feature is drift one "
-        "way or the other. The effective setting comes from cilium-config, else the Helm values; "
-        "absent means off."
+    rationale_fact = (
+        "A CiliumL2AnnouncementPolicy takes effect only when the agent runs with "
+        "enable-l2-announcements=true (Helm l2announcements.enabled, default false; Cilium 1.14+). With "
+        "the feature off the policy is inert: no node answers ARP for the LoadBalancer IPs it selects, "
+        "so what it was written to expose is unreachable from the LAN while its manifest says "
+        "otherwise."
+    )
+    rationale_decision = (
+        "In the platform, L2 announcements belong to the optional LB-IPAM + L2 production path (posture "
+        "lbIpamL2): a policy without the feature is drift one way or the other (warning). The effective "
+        "setting comes from cilium-config, else the Helm values; absent means off."
     )
     remediation = (
         "Either enable L2 announcements (Helm l2announcements.enabled=true, with kube-proxy "
         "replacement on) or delete the unused CiliumL2AnnouncementPolicy."
     )
     requires = (kinds.L2_ANNOUNCEMENT_POLICY,)
-    uses = CONFIG_KINDS
+    cilium_settings = (L2_KEY,)
     facts = (
         Fact(
-            "L2 announcements need cilium-config enable-l2-announcements=true (Helm l2announcements.enabled, default false)",
+            "L2 announcements need cilium-config enable-l2-announcements=true (Helm l2announcements.enabled, default "
+            "false)",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/",
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/l2-announcements/",)
@@ -46,17 +45,17 @@ class L2PolicyWhileDisabled(Rule):
         policies = snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY)
         if not policies:
             return
-        what = f"{len(policies)} CiliumL2AnnouncementPolicy object(s) present, but cannot tell whether L2 announcements are on"
-        require_settings(ctx, what)
-        setting = concrete(ctx, L2_KEY, what)
-        enabled = setting is not None and setting.value.strip().lower() == "true"
+        what = (f"{len(policies)} CiliumL2AnnouncementPolicy object(s) present, but cannot tell whether L2 "
+                "announcements are on")
+        setting = ctx.setting(L2_KEY, unknown_because=what)
+        enabled = setting is not None and setting.as_bool()
         for policy in policies:
             ctx.examined(policy)
         if enabled:
             return
         why = (
             f"{L2_KEY}={setting.value} (from {setting.origin})" if setting is not None
-            else f"{L2_KEY} is not set in {ctx.cilium.describe_sources()} (default off)"
+            else f"{L2_KEY} is not set in {ctx.describe_configuration()} (default off)"
         )
         for policy in policies:
             yield self.finding(policy, f"L2 announcements are off ({why}): this policy announces nothing")

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, crd_served_versions, kinds
 
 GROUP = "cilium.io"
 KNOWN_VERSIONS = ("v2alpha1",)  # the only version in Cilium 1.19 (docs/cilium-facts.md §2.1)
@@ -21,10 +18,7 @@ def served_versions(snapshot: Snapshot) -> tuple[list[str], str]:
         return list(listed), "served by the API server (discovery)"
     crd = snapshot.get(kinds.CRD, None, CRD_NAME)
     if crd is not None:
-        served = [
-            as_mapping(v).get("name") for v in as_list(crd.spec.get("versions"))
-            if as_mapping(v).get("served") is True and isinstance(as_mapping(v).get("name"), str)
-        ]
+        served = crd_served_versions(crd)
         if served:
             return served, f"served per CustomResourceDefinition {CRD_NAME}"
     return list(KNOWN_VERSIONS), "the only version Cilium 1.19 defines"
@@ -34,14 +28,17 @@ class L2PolicyWrongVersion(Rule):
     id = "l2-policy-wrong-version"
     severity = Severity.ERROR
     title = "CiliumL2AnnouncementPolicy written in an API version that is not served"
-    rationale = (
-        "Unlike CiliumLoadBalancerIPPool (promoted to cilium.io/v2 in 1.18), "
-        "CiliumL2AnnouncementPolicy has a single API version in Cilium 1.19, cilium.io/v2alpha1: the "
-        "repository defines no v2 CRD for it and a 1.19.4 cluster serves only v2alpha1. A policy "
-        "manifest \"upgraded\" to cilium.io/v2 along with the pools is rejected by the API server, so "
-        "the GitOps sync fails and no L2 announcement policy exists: LoadBalancer IPs are not answered "
-        "on the LAN. The platform pins the policy to v2alpha1 (ADR 0020). The rule uses the versions "
-        "the API serves when the input shows them (snapshot discovery or the CRD), else the 1.19 fact."
+    rationale_fact = (
+        "Unlike CiliumLoadBalancerIPPool (promoted to cilium.io/v2 in 1.18), CiliumL2AnnouncementPolicy "
+        "has a single API version in Cilium 1.19, cilium.io/v2alpha1: the repository defines no v2 CRD "
+        "for it and a 1.19.4 cluster serves only v2alpha1. A policy manifest \"upgraded\" to cilium.io/v2 "
+        "along with the pools is rejected by the API server, so the GitOps sync fails and no L2 "
+        "announcement policy exists."
+    )
+    rationale_decision = (
+        "The platform pins the policy to v2alpha1, so any other version is an error (ADR 0020). The "
+        "rule uses the versions the API serves when the input shows them (snapshot discovery or the "
+        "CRD), else the 1.19 fact."
     )
     remediation = "Write the policy as apiVersion: cilium.io/v2alpha1 (its spec is unchanged) and re-apply it."
     requires = (kinds.L2_ANNOUNCEMENT_POLICY,)
@@ -50,7 +47,8 @@ class L2PolicyWrongVersion(Rule):
         Fact(
             "CiliumL2AnnouncementPolicy is served only as cilium.io/v2alpha1 (no v2 CRD)",
             "Cilium 1.19 (1.19.4 observed)",
-            "pkg/k8s/apis/cilium.io/client/crds/ listing; Faisal-Hajari/ai-platform#15",
+            "https://github.com/cilium/cilium/tree/main/pkg/k8s/apis/cilium.io/client/crds/v2alpha1",
+            also=("https://github.com/Faisal-Hajari/ai-platform/issues/15",),
         ),
     )
     references = (

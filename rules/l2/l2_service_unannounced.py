@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete, flag, require_settings
-from auditor_rules.lbipam._pools import BGP_ADVERTISEMENT, DEFAULT_LB_IPAM_KEY, lb_ipam_handles
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.exposure._services import (
     bgp_lb_selectors,
     handled_by_cilium_bgp,
@@ -18,28 +13,32 @@ from auditor_rules.exposure._services import (
     load_balancer_class,
     selector_labels,
 )
+from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, lb_ipam_handles
 
-L2_KEY = "enable-l2-announcements"
-BGP_KEY = "enable-bgp-control-plane"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
+BGP_KEY = cilium_keys.ENABLE_BGP_CONTROL_PLANE
+BGP_ADVERTISEMENT = kinds.BGP_ADVERTISEMENT
 
 
 class L2ServiceUnannounced(Rule):
     id = "l2-service-unannounced"
     severity = Severity.ERROR
     title = "LoadBalancer Service that no L2 policy or BGP advertisement announces"
-    rationale = (
-        "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster can reach "
-        "it until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true "
-        "whose serviceSelector matches the Service (L2, Cilium 1.14+), or, with the BGP control plane, "
-        "a cilium.io/v2 CiliumBGPAdvertisement entry with advertisementType Service, LoadBalancerIP "
-        "among its addresses and a selector matching the Service (an empty selector selects nothing). "
-        "CiliumBGPPeeringPolicy no longer counts: it was removed in 1.19. A Service with "
-        "loadBalancerClass io.cilium/l2-announcer is only eligible for L2 and one with "
-        "io.cilium/bgp-control-plane only for BGP; Services of another class are not Cilium's. The "
-        "platform exposes through the edge Gateway; when the LB-IPAM + L2 path is used, an "
-        "unannounced Service is an exposure that silently does not work. The rule runs only when L2 "
-        "announcements or the BGP control plane are on (cilium-config, else Helm values) and reads "
-        "the selecting objects, not the peering (peer configs are not checked)."
+    rationale_fact = (
+        "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster reaches it "
+        "until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true whose "
+        "serviceSelector matches the Service (L2, Cilium 1.14+), or, with the BGP control plane, a "
+        "cilium.io/v2 CiliumBGPAdvertisement entry with advertisementType Service, LoadBalancerIP among "
+        "its addresses and a selector matching the Service (an empty selector selects nothing); "
+        "CiliumBGPPeeringPolicy was removed in 1.19. A Service of class io.cilium/l2-announcer is "
+        "eligible only for L2, one of io.cilium/bgp-control-plane only for BGP; other classes are not "
+        "Cilium's."
+    )
+    rationale_decision = (
+        "The platform exposes through the edge Gateway; when its LB-IPAM + L2 path is used, an "
+        "unannounced Service is an exposure that silently does not work (error). The rule runs only "
+        "when L2 announcements or the BGP control plane are on (cilium-config, else Helm values) and "
+        "reads the selecting objects, not the peering."
     )
     remediation = (
         "Label the Service so an L2 announcement policy (loadBalancerIPs: true) or a BGP "
@@ -47,19 +46,22 @@ class L2ServiceUnannounced(Rule):
         "ClusterIP if it should not be reachable."
     )
     requires = (kinds.SERVICE,)
-    uses = (kinds.L2_ANNOUNCEMENT_POLICY, BGP_ADVERTISEMENT, *CONFIG_KINDS)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY, BGP_ADVERTISEMENT)
+    cilium_settings = (L2_KEY, BGP_KEY, DEFAULT_LB_IPAM_KEY)
     facts = (
         Fact(
-            "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching serviceSelector "
+            "An L2 policy announces a Service's LoadBalancer IP only with loadBalancerIPs: true and a matching "
+            "serviceSelector "
             "(absent selector = all); the Service must have no loadBalancerClass or io.cilium/l2-announcer",
             "Cilium 1.14+",
-            "Documentation/network/l2-announcements.rst",
+            "https://docs.cilium.io/en/stable/network/l2-announcements/#service-selector",
         ),
         Fact(
             "BGP advertises a Service through CiliumBGPAdvertisement advertisementType Service with LoadBalancerIP; "
             "an empty selector selects nothing",
             "cilium.io/v2 BGP CRDs, 1.18+ (only option in 1.19)",
-            "CRD ciliumbgpadvertisements.yaml @1caf37d; cilium/cilium PR #42278",
+            "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumbgpadvertisements.yaml",
+            also=("https://github.com/cilium/cilium/pull/42278",),
         ),
     )
     references = (
@@ -70,12 +72,11 @@ class L2ServiceUnannounced(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "cannot tell how LoadBalancer IPs are announced"
-        require_settings(ctx, what)
-        l2_on = flag(ctx, L2_KEY, what)
-        bgp_on = flag(ctx, BGP_KEY, what)
+        l2_on = ctx.setting_enabled(L2_KEY, unknown_because=what)
+        bgp_on = ctx.setting_enabled(BGP_KEY, unknown_because=what)
         if not (l2_on or bgp_on):
             return  # neither L2 nor BGP: no announcement mechanism to judge
-        default_ipam = concrete(ctx, DEFAULT_LB_IPAM_KEY, what)
+        default_ipam = ctx.setting(DEFAULT_LB_IPAM_KEY, unknown_because=what)
         services = [
             s for s in snapshot.of_kind(kinds.SERVICE)
             if lb_ipam_handles(s, default_ipam.value if default_ipam else None)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
-from auditor import kinds
-from auditor.model import K8sObject, as_list, as_mapping, as_str
-from auditor.snapshot import Snapshot
+from auditor.api import K8sObject, Snapshot, as_list, as_mapping, as_str, cilium_keys, kinds
 from auditor_rules.exposure._services import (
     CILIUM_LB_CLASSES,
     load_balancer_class,
@@ -31,12 +30,7 @@ LEGACY_SHARING_KEY_ANNOTATION = "io.cilium/lb-ipam-sharing-key"
 POOL_CONFLICT = "cilium.io/PoolConflict"
 # Service condition LB-IPAM sets when it cannot satisfy a request (both spellings seen, §1.3).
 REQUEST_SATISFIED = ("io.cilium/lb-ipam-request-satisfied", "cilium.io/IPAMRequestSatisfied")
-DEFAULT_LB_IPAM_KEY = "default-lb-service-ipam"
-POD = "Pod"
-# BGP v2 advertisements (cilium.io/v2; v2alpha1 still served, deprecated) select Services to advertise.
-BGP_ADVERTISEMENT = "CiliumBGPAdvertisement.cilium.io"
-
-_PLACEHOLDER = re.compile(r"\$\{[^}]*\}")
+DEFAULT_LB_IPAM_KEY = cilium_keys.DEFAULT_LB_SERVICE_IPAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,21 +108,6 @@ def pool_blocks(pool: K8sObject) -> list[Range]:
 
 def pool_disabled(pool: K8sObject) -> bool:
     return pool.spec.get("disabled") is True
-
-
-def conditions(obj: K8sObject) -> dict[str, dict]:
-    """`status.conditions` by type (malformed entries skipped)."""
-    found: dict[str, dict] = {}
-    for condition in as_list(obj.status.get("conditions")):
-        condition = as_mapping(condition)
-        kind = condition.get("type")
-        if isinstance(kind, str):
-            found[kind] = condition
-    return found
-
-
-def is_placeholder(text: str) -> bool:
-    return _PLACEHOLDER.search(text) is not None
 
 
 def requested_ips(service: K8sObject) -> list[tuple[str, str]]:
@@ -262,7 +241,7 @@ def service_cidrs(snapshot: Snapshot) -> tuple[list[Range], str] | None:
     --service-cluster-ip-range flag), then kubeadm's ClusterConfiguration in
     the kube-system/kubeadm-config ConfigMap (networking.serviceSubnet).
     """
-    for pod in snapshot.of_kind(POD):
+    for pod in snapshot.of_kind(kinds.POD):
         if pod.namespace != "kube-system":
             continue
         if pod.labels.get("component") != "kube-apiserver" and not pod.name.startswith("kube-apiserver"):
@@ -270,12 +249,14 @@ def service_cidrs(snapshot: Snapshot) -> tuple[list[Range], str] | None:
         containers = as_list(as_mapping(pod.spec).get("containers"))
         for container in containers:
             container = as_mapping(container)
-            words = [w for w in as_list(container.get("command")) + as_list(container.get("args")) if isinstance(w, str)]
+            arguments = as_list(container.get("command")) + as_list(container.get("args"))
+            words = [w for w in arguments if isinstance(w, str)]
             for index, word in enumerate(words):
                 match = _FLAG_VALUE.match(word)
                 if not match:
                     continue
-                value = match.group(1) if match.group(1) is not None else (words[index + 1] if index + 1 < len(words) else "")
+                following = words[index + 1] if index + 1 < len(words) else ""
+                value = match.group(1) if match.group(1) is not None else following
                 ranges = [r for r in (parse_cidr(part) for part in _split_cidrs(value)) if r is not None]
                 if ranges:
                     return ranges, f"kube-apiserver --service-cluster-ip-range, Pod kube-system/{pod.name}"
@@ -292,7 +273,8 @@ def service_cidrs(snapshot: Snapshot) -> tuple[list[Range], str] | None:
 
 def node_pod_cidrs(snapshot: Snapshot) -> list[Range]:
     """Node `spec.podCIDRs` (and `spec.podCIDR`), merged into as few ranges as possible."""
-    networks: dict[int, list] = {4: [], 6: []}
+    v4: list[ipaddress.IPv4Network] = []
+    v6: list[ipaddress.IPv6Network] = []
     for node in snapshot.of_kind(kinds.NODE):
         texts = [t for t in as_list(node.spec.get("podCIDRs")) if isinstance(t, str)]
         single = node.spec.get("podCIDR")
@@ -303,9 +285,14 @@ def node_pod_cidrs(snapshot: Snapshot) -> list[Range]:
                 network = ipaddress.ip_network(text.strip(), strict=False)
             except ValueError:
                 continue
-            networks[network.version].append(network)
-    ranges = []
-    for family, items in networks.items():
-        for network in ipaddress.collapse_addresses(items):
-            ranges.append(Range(family, int(network.network_address), int(network.broadcast_address), str(network)))
-    return ranges
+            if isinstance(network, ipaddress.IPv4Network):
+                v4.append(network)
+            else:
+                v6.append(network)
+    collapsed: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = [
+        *ipaddress.collapse_addresses(v4), *ipaddress.collapse_addresses(v6)
+    ]
+    return [
+        Range(network.version, int(network.network_address), int(network.broadcast_address), str(network))
+        for network in collapsed
+    ]

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import AnyOf, Fact, Finding, Rule, RuleContext, Severity, Snapshot, as_mapping, kinds
 from auditor_rules.lbipam._pools import (
     IPS_ANNOTATION,
     LEGACY_IPS_ANNOTATION,
@@ -22,31 +19,34 @@ class LbIpamLegacyAnnotation(Rule):
     id = "lb-ipam-legacy-annotation"
     severity = Severity.INFO
     title = "LB-IPAM annotation in the older io.cilium/lb-ipam-* spelling"
-    rationale = (
-        "Cilium added the lbipam.cilium.io/ips and lbipam.cilium.io/sharing-key annotations as the "
-        "new spelling of io.cilium/lb-ipam-ips and io.cilium/lb-ipam-sharing-key (cilium/cilium PR "
-        "#30169, in use from 1.16). LB-IPAM still reads both keys on Services and the old one is not "
-        "formally deprecated there, so on a Service this is only a consistency note (info): prefer "
-        "the lbipam.cilium.io spelling, and when both keys are set the new one is used (the rule says "
-        "so when they disagree). On a Gateway, putting io.cilium/lb-ipam-ips in "
-        "spec.infrastructure.annotations does make Cilium log a DEPRECATED warning, the Gateway's "
-        "spec.addresses being the supported way to ask for an address: that is reported as a warning."
+    rationale_fact = (
+        "Cilium added the lbipam.cilium.io/ips and lbipam.cilium.io/sharing-key annotations as aliases "
+        "of io.cilium/lb-ipam-ips and io.cilium/lb-ipam-sharing-key (in use from 1.16). LB-IPAM still "
+        "reads both keys on Services and the old one is not formally deprecated there; when both are "
+        "set the new one wins. On a Gateway, io.cilium/lb-ipam-ips in spec.infrastructure.annotations "
+        "makes Cilium log a DEPRECATED warning: spec.addresses is the supported way to ask for an "
+        "address."
+    )
+    rationale_decision = (
+        "The platform writes one spelling, so the older one on a Service is a consistency note (info), "
+        "with the values when both keys disagree; on a Gateway it is a warning."
     )
     remediation = (
         "Rename the annotation to lbipam.cilium.io/ips (or lbipam.cilium.io/sharing-key); on a "
         "Gateway, request the address with spec.addresses instead."
     )
-    requires = ((kinds.SERVICE, kinds.GATEWAY),)
+    requires = (AnyOf(kinds.SERVICE, kinds.GATEWAY, name="Services or Gateways"),)
     facts = (
         Fact(
             "lbipam.cilium.io/* is the new prefix; LB-IPAM reads both spellings; no formal deprecation for Services",
             "new prefix 1.16+",
-            "cilium/cilium PR #30169; LB-IPAM code (annotation.Get with the alias)",
+            "https://github.com/cilium/cilium/pull/30169",
         ),
         Fact(
-            "A Gateway setting io.cilium/lb-ipam-ips via spec.infrastructure.annotations logs DEPRECATED; use spec.addresses",
+            "A Gateway setting io.cilium/lb-ipam-ips via spec.infrastructure.annotations logs DEPRECATED; use "
+            "spec.addresses",
             "Cilium gateway controller (release not pinned)",
-            "Cilium gateway-api operator source; docs PR #35536",
+            "https://github.com/cilium/cilium/pull/35536",
         ),
     )
     references = (
@@ -76,7 +76,8 @@ class LbIpamLegacyAnnotation(Rule):
                 ctx.examined(gateway)
                 yield self.finding(
                     gateway,
-                    f"spec.infrastructure.annotations sets {LEGACY_IPS_ANNOTATION}: Cilium logs it as DEPRECATED for Gateways; "
+                    f"spec.infrastructure.annotations sets {LEGACY_IPS_ANNOTATION}: Cilium logs it as DEPRECATED for "
+                    f"Gateways; "
                     "request the address with spec.addresses",
                     Severity.WARNING,
                 )

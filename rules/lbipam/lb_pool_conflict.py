@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules.lbipam._pools import POOL_CONFLICT, conditions
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, as_str, conditions, kinds
+from auditor_rules.lbipam._pools import POOL_CONFLICT
 
 
 class LbPoolConflict(Rule):
     id = "lb-pool-conflict"
     severity = Severity.ERROR
     title = "LB-IPAM pool reported as conflicting (cilium.io/PoolConflict)"
-    rationale = (
+    rationale_fact = (
         "When CiliumLoadBalancerIPPools overlap, LB-IPAM marks the last-added one with the status "
         "condition cilium.io/PoolConflict=True (reason e.g. cidr_overlap; the Conflicting column of "
-        "kubectl get ippools) and that pool stops allocating (lb-ipam docs, Cilium 1.13+). Services "
-        "that only it could serve stay without an address. This is the operator's own verdict, so it "
-        "catches conflicts lb-pool-overlap cannot see from manifests. Only objects read from a "
-        "cluster carry a status: the rule judges pools from a live read or a snapshot, and pools of "
-        "offline input only when they carry status.conditions (a kubectl dump); manifests without "
-        "status make it not-run instead of passing."
+        "kubectl get ippools) and that pool stops allocating (Cilium 1.13+). Services only it could "
+        "serve stay without an address. It is the operator's own verdict, so it covers conflicts a "
+        "reading of manifests cannot see."
+    )
+    rationale_decision = (
+        "A pool that allocates nothing breaks the platform's LB-IPAM path: a conflicting pool is an "
+        "error. Only objects read from a cluster carry a status: pools of a live read, a snapshot or a "
+        "kubectl dump are judged, manifests without status give not-run instead of passing."
     )
     remediation = (
         "Remove the overlap (see lb-pool-overlap and the condition's message), then check that "
@@ -32,17 +31,18 @@ class LbPoolConflict(Rule):
     requires = (kinds.LB_IP_POOL,)
     facts = (
         Fact(
-            "Status condition type cilium.io/PoolConflict (printer column Conflicting); a conflicting pool stops allocating",
+            "Status condition type cilium.io/PoolConflict (printer column Conflicting); a conflicting pool stops "
+            "allocating",
             "Cilium 1.13+",
-            "CRD ciliumloadbalancerippools.yaml additionalPrinterColumns; Documentation/network/lb-ipam.rst",
+            "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml",
+            also=("https://docs.cilium.io/en/stable/network/lb-ipam/",),
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         pools = snapshot.of_kind(kinds.LB_IP_POOL)
-        from_cluster = snapshot.mode in ("live", "snapshot")
-        judged = [p for p in pools if from_cluster or isinstance(p.status.get("conditions"), list)]
+        judged = [p for p in pools if snapshot.read_from_cluster(p)]
         if pools and not judged:
             raise NotRun(
                 f"{len(pools)} pool(s) in offline manifests, none with status.conditions: the conflict verdict "

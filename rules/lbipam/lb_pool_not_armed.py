@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.lbipam._pools import pool_blocks, pool_disabled
 
-L2_KEY = "enable-l2-announcements"
-BGP_KEY = "enable-bgp-control-plane"
+L2_KEY = cilium_keys.ENABLE_L2_ANNOUNCEMENTS
+BGP_KEY = cilium_keys.ENABLE_BGP_CONTROL_PLANE
 
 
 def _announcing(snapshot: Snapshot, ctx: RuleContext) -> str | None:
     """What would announce LoadBalancer IPs, when the input shows something that does."""
     reasons = []
     for key in (L2_KEY, BGP_KEY):
-        setting = ctx.cilium.get(key)
-        if setting is not None and ctx.cilium.flag(key):
+        setting = ctx.concrete_setting(key)
+        if setting is not None and setting.as_bool():
             reasons.append(f"{key}=true from {setting.origin}")
     policies = [p.name for p in snapshot.of_kind(kinds.L2_ANNOUNCEMENT_POLICY) if p.spec.get("loadBalancerIPs") is True]
     if policies:
@@ -32,27 +28,31 @@ class LbPoolNotArmed(Rule):
     id = "lb-pool-not-armed"
     severity = Severity.ERROR
     title = "LB-IPAM pool present while the posture keeps LB-IPAM + L2 unarmed"
-    rationale = (
+    rationale_fact = (
+        "LB-IPAM is always enabled but dormant until the first CiliumLoadBalancerIPPool exists (Cilium "
+        "1.13+): creating a pool wakes it, and every LoadBalancer Service its selector matches gets an "
+        "address, reachable from the LAN as soon as an L2 announcement policy or a BGP advertisement "
+        "covers it. A pool with spec.disabled: true makes no new allocations."
+    )
+    rationale_decision = (
         "In the platform's design the edge Gateway runs in hostNetwork and LB-IPAM with L2 "
         "announcements is an optional production path, armed only on purpose (posture "
-        "exposure.lbIpamL2, default false; ADR 0020). LB-IPAM is always enabled but dormant until the "
-        "first CiliumLoadBalancerIPPool exists (Cilium 1.13+): creating a pool wakes it, and every "
-        "LoadBalancer Service its selector matches gets an address, reachable from the LAN as soon as "
-        "an L2 announcement policy or a BGP advertisement covers it. A pool while the posture says "
-        "unarmed is therefore an exposure path opened outside the design. Severity follows what the "
-        "input shows: error when L2 announcements or the BGP control plane are on or an L2 policy "
-        "announces LoadBalancer IPs, warning when nothing announcing is shown. A pool with "
-        "spec.disabled: true makes no new allocations and passes (a staged pool)."
+        "exposure.lbIpamL2, default false; ADR 0020). A pool while the posture says unarmed is an "
+        "exposure path opened outside the design: an error when L2 announcements or the BGP control "
+        "plane are on or an L2 policy announces LoadBalancer IPs, a warning when nothing announcing is "
+        "shown. A disabled (staged) pool passes."
     )
     remediation = (
         "Delete the pool (or set spec.disabled: true) while the path is not armed, or arm it on "
         "purpose: set exposure.lbIpamL2: true in the posture file and review the pool's range."
     )
     requires = (kinds.LB_IP_POOL,)
-    uses = (kinds.L2_ANNOUNCEMENT_POLICY, *CONFIG_KINDS)
+    uses = (kinds.L2_ANNOUNCEMENT_POLICY,)
+    cilium_settings = (L2_KEY, BGP_KEY)
+    posture_fields = ("exposure.lbIpamL2",)
     facts = (
-        Fact("LB-IPAM is always enabled but dormant until the first pool is created", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
-        Fact("spec.disabled: true stops new allocations, existing ones are kept", "Cilium 1.13+", "CRD ciliumloadbalancerippools.yaml"),
+        Fact("LB-IPAM is always enabled but dormant until the first pool is created", "Cilium 1.13+", "https://docs.cilium.io/en/stable/network/lb-ipam/"),
+        Fact("spec.disabled: true stops new allocations, existing ones are kept", "Cilium 1.13+", "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml"),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS
+from auditor.api import Fact, Finding, K8sObject, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 from auditor_rules.lbipam._pools import (
-    POD,
     Range,
     node_pod_cidrs,
     overlapping_pairs,
@@ -19,18 +14,18 @@ from auditor_rules.lbipam._pools import (
     service_cidrs,
 )
 
-CLUSTER_POOL_KEY = "cluster-pool-ipv4-cidr"
-CLUSTER_POOL_V6_KEY = "cluster-pool-ipv6-cidr"
-IPAM_KEY = "ipam"
+CLUSTER_POOL_KEY = cilium_keys.CLUSTER_POOL_IPV4_CIDR
+CLUSTER_POOL_V6_KEY = cilium_keys.CLUSTER_POOL_IPV6_CIDR
+IPAM_KEY = cilium_keys.IPAM
 
 
 def _pod_ranges(snapshot: Snapshot, ctx: RuleContext) -> list[tuple[Range, str]]:
     ranges: list[tuple[Range, str]] = []
-    ipam = ctx.cilium.concrete_value(IPAM_KEY)
-    if ipam in (None, "cluster-pool"):
+    ipam = ctx.concrete_setting(IPAM_KEY)
+    if ipam is None or ipam.value == "cluster-pool":
         for key in (CLUSTER_POOL_KEY, CLUSTER_POOL_V6_KEY):
-            setting = ctx.cilium.get(key)
-            if setting is None or not setting.concrete:
+            setting = ctx.concrete_setting(key)
+            if setting is None:
                 continue
             for part in setting.value.replace(",", " ").split():
                 parsed = parse_cidr(part)
@@ -45,41 +40,45 @@ class LbPoolOverlap(Rule):
     id = "lb-pool-overlap"
     severity = Severity.ERROR
     title = "LB-IPAM pool overlapping another pool, the pod CIDR or the Service CIDR"
-    rationale = (
+    rationale_fact = (
         "LB-IPAM treats overlapping CiliumLoadBalancerIPPools as a soft error: the pool added last is "
-        "marked with the cilium.io/PoolConflict condition and stops allocating (lb-ipam docs, "
-        "Cilium 1.13+), so which pool works depends on creation order. A pool overlapping the pod "
-        "CIDR or the Service CIDR hands out LoadBalancer IPs the cluster already routes to pods or "
-        "Services. The platform keeps its pools in a range reserved on the node network (ADR 0020). "
-        "Ranges are compared as integers (blocks with cidr or start/stop, legacy spec.cidrs) in one "
-        "sorted sweep. The pod CIDR is cilium-config cluster-pool-ipv4-cidr/-ipv6-cidr (cluster-pool "
-        "IPAM, from the ConfigMap or Helm ipam.operator.clusterPoolIPv4PodCIDRList) and the Nodes' "
-        "spec.podCIDRs; the Service CIDR is the kube-apiserver static Pod's "
-        "--service-cluster-ip-range, else kubeadm's ClusterConfiguration serviceSubnet "
-        "(kube-system/kubeadm-config). Checks whose range the input does not show are skipped. "
-        "Two blocks of one pool overlapping each other are reported as a warning."
+        "marked cilium.io/PoolConflict and stops allocating (Cilium 1.13+), so which pool works depends "
+        "on creation order. A pool overlapping the pod CIDR or the Service CIDR hands out LoadBalancer "
+        "IPs the cluster already routes to pods or Services."
+    )
+    rationale_decision = (
+        "The platform keeps its pools in a range reserved on the node network (ADR 0020), so any "
+        "overlap is an error, and two blocks of one pool overlapping each other a warning. Ranges are "
+        "compared as integers in one sorted sweep. The pod CIDR is cilium-config cluster-pool-ipv4-cidr "
+        "/ cluster-pool-ipv6-cidr (cluster-pool IPAM, from the ConfigMap or the Helm values) and the "
+        "Nodes' spec.podCIDRs; the Service CIDR is the kube-apiserver static Pod's "
+        "--service-cluster-ip-range, else kubeadm's ClusterConfiguration serviceSubnet. Checks whose "
+        "range the input does not show are skipped."
     )
     remediation = (
         "Give each pool a range of its own, outside the pod and Service CIDRs (shrink or move the "
         "blocks), then check that no pool reports cilium.io/PoolConflict."
     )
     requires = (kinds.LB_IP_POOL,)
-    uses = (kinds.NODE, POD, *CONFIG_KINDS)
+    uses = (kinds.NODE, kinds.POD)
+    cilium_settings = (IPAM_KEY, CLUSTER_POOL_KEY, CLUSTER_POOL_V6_KEY)
     facts = (
         Fact(
             "Overlapping pools: the last added is marked cilium.io/PoolConflict and stops allocating",
             "Cilium 1.13+",
-            "Documentation/network/lb-ipam.rst",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
         ),
         Fact(
             "Pool ranges: spec.blocks with cidr or start/stop (a lone start is one IP); spec.cidrs removed",
             "blocks 1.15+, cidrs removed 1.16",
-            "cilium/cilium PR #33151; CRD ciliumloadbalancerippools.yaml",
+            "https://github.com/cilium/cilium/pull/33151",
+            also=("https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2/ciliumloadbalancerippools.yaml",),
         ),
         Fact(
-            "Helm ipam.operator.clusterPoolIPv4PodCIDRList renders cluster-pool-ipv4-cidr (space-joined) in cluster-pool IPAM",
+            "Helm ipam.operator.clusterPoolIPv4PodCIDRList renders cluster-pool-ipv4-cidr (space-joined) in "
+            "cluster-pool IPAM",
             "Cilium chart",
-            "install/kubernetes/cilium/templates/cilium-configmap.yaml",
+            "https://github.com/cilium/cilium/blob/002c6fff44159c64bdb86ebfb145157b33eb997f/install/kubernetes/cilium/templates/cilium-configmap.yaml",
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
@@ -108,7 +107,7 @@ class LbPoolOverlap(Rule):
             if severity.rank > worst.rank:
                 problems[id(pool)] = (pool, texts, severity)
 
-        for (a_range, (a_kind, a_pool, a_text)), (b_range, (b_kind, b_pool, b_text)) in overlapping_pairs(entries):
+        for (_, (a_kind, a_pool, a_text)), (_, (b_kind, b_pool, b_text)) in overlapping_pairs(entries):
             if a_kind == "cluster" and b_kind == "cluster":
                 continue
             if a_pool is not None and b_pool is not None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, kinds
 from auditor_rules.lbipam._pools import covered, merge_ranges, parse_range_text, pool_blocks
 
 
@@ -15,26 +12,30 @@ class LbPoolUnapprovedRange(Rule):
     id = "lb-pool-unapproved-range"
     severity = Severity.ERROR
     title = "LB-IPAM pool range outside the approved ranges"
-    rationale = (
+    rationale_fact = (
         "A CiliumLoadBalancerIPPool decides which addresses LoadBalancer Services get, and with L2 "
-        "announcements a node answers ARP for them on the LAN: an address outside the range agreed "
-        "with the network administrators can collide with hosts, gateways or DHCP leases on the node "
-        "network. The platform lists the ranges pools may use in the posture "
-        "(exposure.approvedLbIpamRanges; default the bench pool 192.168.67.240-192.168.67.250, ADR "
-        "0020). Every block must lie entirely inside the approved ranges (their union): spec.blocks "
-        "with cidr or start/stop (a lone start is one address, Cilium 1.15+) and the pre-1.16 "
-        "spec.cidrs alike. Malformed blocks are ignored here."
+        "announcements a node answers ARP for them on the LAN: an address outside the range agreed with "
+        "the network administrators can collide with hosts, gateways or DHCP leases on the node "
+        "network. Pool ranges are spec.blocks (cidr, or start/stop; a lone start is one address, Cilium "
+        "1.15+) and the pre-1.16 spec.cidrs."
+    )
+    rationale_decision = (
+        "The platform lists the ranges pools may use in the posture (exposure.approvedLbIpamRanges; "
+        "default the bench pool 192.168.67.240-192.168.67.250, ADR 0020): every block must lie entirely "
+        "inside their union, or it is an error. Malformed blocks are ignored here."
     )
     remediation = (
         "Move the pool's blocks into an approved range, or, once the network team has reserved the "
         "new range, add it to exposure.approvedLbIpamRanges in the posture file."
     )
     requires = (kinds.LB_IP_POOL,)
+    posture_fields = ("exposure.approvedLbIpamRanges",)
     facts = (
         Fact(
             "Pool ranges are spec.blocks items with cidr, or start and optional stop; spec.cidrs was removed",
             "blocks 1.15+, cidrs removed 1.16",
-            "cilium/cilium PR #33151; Documentation/network/lb-ipam.rst",
+            "https://github.com/cilium/cilium/pull/33151",
+            also=("https://docs.cilium.io/en/stable/network/lb-ipam/",),
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
@@ -55,5 +56,6 @@ class LbPoolUnapprovedRange(Rule):
             if outside:
                 yield self.finding(
                     pool,
-                    f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} outside the approved ranges ({shown})",
+                    f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} outside the approved ranges "
+                    f"({shown})",
                 )

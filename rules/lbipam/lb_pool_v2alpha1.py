@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 
 DEPRECATED = "cilium.io/v2alpha1"
 CURRENT = "cilium.io/v2"
@@ -47,15 +56,18 @@ class LbPoolV2alpha1(Rule):
     id = "lb-pool-v2alpha1"
     severity = Severity.WARNING
     title = "CiliumLoadBalancerIPPool still in the deprecated cilium.io/v2alpha1"
-    rationale = (
-        "CiliumLoadBalancerIPPool was promoted to cilium.io/v2 in Cilium 1.18; in 1.19 both "
-        "versions are served, v2 is the storage version and v2alpha1 is marked deprecated, so "
-        "a later release will stop serving it and manifests, and objects still stored, in "
-        "v2alpha1 will break. The platform pins its pools to cilium.io/v2 (ADR 0020). "
-        "CiliumL2AnnouncementPolicy is deliberately not flagged: v2alpha1 is its only version "
-        "in 1.19. On a live cluster the API server converts versions on read, so the rule "
-        "also reads managedFields, the last-applied-configuration annotation, and the CRD's "
-        "status.storedVersions."
+    rationale_fact = (
+        "CiliumLoadBalancerIPPool was promoted to cilium.io/v2 in Cilium 1.18; in 1.19 both versions "
+        "are served, v2 is the storage version and v2alpha1 is marked deprecated, so a later release "
+        "will stop serving it and manifests, and objects still stored, in v2alpha1 will break. "
+        "CiliumL2AnnouncementPolicy is not affected: v2alpha1 is its only version in 1.19. The API "
+        "server converts versions on read, so a pool listed as v2 may still be written through v2alpha1 "
+        "(managedFields, the last-applied-configuration annotation) or stored in it (the CRD's "
+        "status.storedVersions)."
+    )
+    rationale_decision = (
+        "The platform pins its pools to cilium.io/v2 (ADR 0020): a pool written, applied or stored in "
+        "v2alpha1 is a warning."
     )
     remediation = (
         "Change apiVersion to cilium.io/v2 in the pool manifest (spec.blocks is unchanged) and "
@@ -70,22 +82,22 @@ class LbPoolV2alpha1(Rule):
         "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#upgrade-existing-objects-to-a-new-stored-version",
     )
     facts = (
-        Fact("CiliumLoadBalancerIPPool is served as cilium.io/v2 (storage version)", "Cilium 1.18+", "cilium/cilium PR #39090"),
+        Fact("CiliumLoadBalancerIPPool is served as cilium.io/v2 (storage version)", "Cilium 1.18+", "https://github.com/cilium/cilium/pull/39090"),
         Fact(
             "cilium.io/v2alpha1 of the pool is still served but marked deprecated",
             "Cilium 1.19 (exact release of the deprecation marker: PARTIAL)",
-            "CRD ciliumloadbalancerippools (crds/v2alpha1); docs/cilium-facts.md §1.1",
+            "https://github.com/cilium/cilium/pull/39134",
         ),
         Fact(
             "CiliumL2AnnouncementPolicy exists only as cilium.io/v2alpha1 (not flagged)",
             "Cilium 1.19",
-            "crds/v2alpha1/ciliuml2announcementpolicies.yaml",
+            "https://github.com/cilium/cilium/blob/main/pkg/k8s/apis/cilium.io/client/crds/v2alpha1/ciliuml2announcementpolicies.yaml",
         ),
         Fact(
             "The API server converts between served versions on read; managedFields keep the version each manager "
             "wrote with, and status.storedVersions lists versions objects may still be stored in",
             "Kubernetes 1.16+ (CRD v1)",
-            "Kubernetes docs, Versions in CustomResourceDefinitions",
+            "https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/",
         ),
     )
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity, as_str
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, concrete
-from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, REQUEST_SATISFIED, conditions, lb_ipam_handles
+from auditor.api import Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, as_str, conditions, kinds
 from auditor_rules.exposure._services import ingress_addresses, load_balancer_class, service_type
+from auditor_rules.lbipam._pools import DEFAULT_LB_IPAM_KEY, REQUEST_SATISFIED, lb_ipam_handles
 
 NODE_IPAM_CLASS = "io.cilium/node"
 
@@ -19,40 +15,42 @@ class LbServiceNoIngressIp(Rule):
     id = "lb-service-no-ingress-ip"
     severity = Severity.WARNING
     title = "Cilium LoadBalancer Service without an address in status.loadBalancer.ingress"
-    rationale = (
-        "A LoadBalancer Service is reachable only once an address shows in "
-        "status.loadBalancer.ingress. For the Services Cilium handles (no loadBalancerClass unless "
-        "default-lb-service-ipam says otherwise, io.cilium/l2-announcer, io.cilium/bgp-control-plane, "
-        "or io.cilium/node for Node IPAM) an empty status means LB-IPAM could not allocate: no pool "
-        "(LB-IPAM is dormant until the first pool exists), no pool selecting the Service, a "
-        "conflicting or exhausted pool, or a requested IP outside the pools. LB-IPAM records why in "
-        "the Service condition io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in "
-        "later releases), quoted when present. Manifests never carry status, so the rule judges "
-        "only Services read from a cluster (a live read, a snapshot, or a kubectl dump: objects with "
-        "the uid and resourceVersion the API server sets), where an empty status is a fact, not an absence."
+    rationale_fact = (
+        "A LoadBalancer Service is reachable only once an address shows in status.loadBalancer.ingress. "
+        "For the Services Cilium handles (no loadBalancerClass unless default-lb-service-ipam says "
+        "otherwise, io.cilium/l2-announcer, io.cilium/bgp-control-plane, or io.cilium/node for Node "
+        "IPAM) an empty status means LB-IPAM could not allocate: no pool (LB-IPAM is dormant until the "
+        "first one), none selecting the Service, a conflicting or exhausted pool, or a requested IP "
+        "outside the pools. LB-IPAM records why in the Service condition "
+        "io.cilium/lb-ipam-request-satisfied (cilium.io/IPAMRequestSatisfied in later releases)."
+    )
+    rationale_decision = (
+        "A LoadBalancer Service the platform runs must have its address: one without is a warning, "
+        "quoting the IPAM condition when present. Manifests never carry status, so only Services read "
+        "from a cluster are judged (a live read, a snapshot, a kubectl dump), where an empty status is "
+        "a fact, not an absence."
     )
     remediation = (
         "Read the Service's IPAM condition, then add or fix a pool that selects it (or fix its "
         "requested IP); if the Service should not be exposed, change it to ClusterIP."
     )
     requires = (kinds.SERVICE,)
-    uses = CONFIG_KINDS
+    cilium_settings = (DEFAULT_LB_IPAM_KEY,)
     facts = (
-        Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "Documentation/network/lb-ipam.rst"),
+        Fact("LB-IPAM is always enabled but dormant until the first pool exists", "Cilium 1.13+", "https://docs.cilium.io/en/stable/network/lb-ipam/"),
         Fact(
             "Service condition on failed allocation: io.cilium/lb-ipam-request-satisfied (1.15 docs) / "
             "cilium.io/IPAMRequestSatisfied (seen on 1.16.2) — PARTIAL, both accepted",
             "Cilium 1.15 / 1.16+",
-            "Documentation/network/lb-ipam.rst; cilium/cilium issue #30692",
+            "https://docs.cilium.io/en/stable/network/lb-ipam/",
+            also=("https://github.com/cilium/cilium/issues/30692",),
         ),
     )
     references = ("https://docs.cilium.io/en/stable/network/lb-ipam/",)
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        default_ipam = None
-        if ctx.cilium.get(DEFAULT_LB_IPAM_KEY) is not None:
-            setting = concrete(ctx, DEFAULT_LB_IPAM_KEY, "cannot tell which Services LB-IPAM serves")
-            default_ipam = setting.value if setting else None
+        setting = ctx.setting_if_set(DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves")
+        default_ipam = setting.value if setting is not None else None
         services = [
             s for s in snapshot.of_kind(kinds.SERVICE)
             if lb_ipam_handles(s, default_ipam)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import SOURCE_KINDS, concrete, describe, require_settings
+from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-CHAINING_KEY = "cni-chaining-mode"
+CHAINING_KEY = cilium_keys.CNI_CHAINING_MODE
 AWS_CHAINING = "aws-cni"
 NAMESPACE = "kube-system"
 NAME = "aws-node"
@@ -20,21 +16,23 @@ class AwsVpcCniLeftover(Rule):
     id = "aws-vpc-cni-leftover"
     severity = Severity.ERROR
     title = "AWS VPC CNI DaemonSet aws-node present beside Cilium"
-    rationale = (
-        "The platform is bare-metal kubeadm with Cilium as the only CNI. The AWS VPC CNI's "
-        "DaemonSet kube-system/aws-node is a second CNI plugin on every node; Cilium coexists "
-        "with it only in chaining mode, cni-chaining-mode=aws-cni (Helm cni.chainingMode), "
-        "where the AWS plugin sets up pod networking and Cilium runs behind it. Outside that "
-        "mode it is a second CNI on every node whose agent and CNI configuration compete with "
-        "Cilium's, and on bare metal it has no function at all. The rule needs the Cilium "
-        "configuration to tell chaining from a leftover; without it the verdict is not-run."
+    rationale_fact = (
+        "The AWS VPC CNI runs as DaemonSet kube-system/aws-node, a CNI plugin on every node. Cilium "
+        "coexists with it only in chaining mode, cni-chaining-mode=aws-cni (Helm cni.chainingMode), "
+        "where the AWS plugin sets up pod networking and Cilium runs behind it; outside that mode its "
+        "agent and CNI configuration compete with Cilium's."
+    )
+    rationale_decision = (
+        "The platform is bare-metal kubeadm with Cilium as the only CNI, where aws-node has no function "
+        "at all: present without chaining, it is an error. The rule needs the Cilium configuration to "
+        "tell chaining from a leftover; without it the verdict is not-run."
     )
     remediation = (
         "Delete the aws-node DaemonSet in kube-system (and the AWS VPC CNI's configuration on "
         "the nodes), or, if chaining behind it is intended, set cni.chainingMode=aws-cni."
     )
     requires = (kinds.DAEMONSET,)
-    uses = SOURCE_KINDS
+    cilium_settings = (CHAINING_KEY,)
     facts = (
         Fact(
             "cni-chaining-mode (Helm cni.chainingMode) set to aws-cni chains Cilium behind the AWS "
@@ -55,12 +53,11 @@ class AwsVpcCniLeftover(Rule):
         if daemonset is None:
             return
         what = f"DaemonSet {NAMESPACE}/{NAME} is present; chaining ({CHAINING_KEY}) cannot be told from a leftover"
-        require_settings(ctx, what)
-        setting = concrete(ctx, CHAINING_KEY, what)
+        setting = ctx.setting(CHAINING_KEY, unknown_because=what)
         ctx.examined(daemonset)
         if setting is not None and setting.value.strip() == AWS_CHAINING:
             return
         yield self.finding(
             daemonset,
-            f"AWS VPC CNI runs beside Cilium without chaining: {describe(setting, CHAINING_KEY, 'none')}",
+            f"AWS VPC CNI runs beside Cilium without chaining: {ctx.describe_setting(CHAINING_KEY, 'none')}",
         )

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping, as_str
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    as_str,
+    kinds,
+)
 
 CONTROLLER = "k8s.io/ingress-nginx"
 NAMESPACE = "ingress-nginx"
@@ -36,24 +46,28 @@ class IngressNginxLeftover(Rule):
     id = "ingress-nginx-leftover"
     severity = Severity.ERROR
     title = "ingress-nginx objects present beside the Cilium Gateway"
-    rationale = (
-        "The platform's only way in is the edge Gateway served by Cilium's Gateway API "
-        "controller (io.cilium/gateway-controller, ADR 0020), which replaced ingress-nginx. A "
-        "controller left running is a second entrance with its own TLS and routing that the "
-        "Gateway's review does not see; Ingress objects of its class still publish routes "
-        "through it. Kubernetes SIG Network has announced the retirement of the community "
-        "ingress-nginx controller, with best-effort maintenance ending in March 2026 (reported by "
-        "several secondary sources). The controller workload is an error; the ingress-nginx "
-        "namespace, IngressClasses whose controller is k8s.io/ingress-nginx, Ingresses of those "
-        "classes and the ingress-nginx-admission webhook (which, with failurePolicy Fail and "
-        "its Service gone, blocks every Ingress write) are warnings."
+    rationale_fact = (
+        "ingress-nginx registers IngressClass controller k8s.io/ingress-nginx (default class nginx) and "
+        "runs Deployment ingress-nginx-controller in namespace ingress-nginx. A controller left running "
+        "is an entrance with its own TLS and routing; Ingress objects of its class still publish routes "
+        "through it, and its admission webhook, with failurePolicy Fail and its Service gone, blocks "
+        "every Ingress write. Kubernetes SIG Network has announced the retirement of the community "
+        "controller, with best-effort maintenance ending in March 2026 (seen in secondary sources "
+        "only)."
+    )
+    rationale_decision = (
+        "The platform's only way in is the edge Gateway served by Cilium "
+        "(io.cilium/gateway-controller), which replaced ingress-nginx (ADR 0020): the controller "
+        "workload is an error; the namespace, its IngressClasses, Ingresses of those classes and the "
+        "admission webhook are warnings."
     )
     remediation = (
         "Move the remaining Ingress routes to HTTPRoutes on the edge Gateway, then uninstall "
         "ingress-nginx: its controller, IngressClass, ValidatingWebhookConfiguration "
         "ingress-nginx-admission and the ingress-nginx namespace."
     )
-    requires = ((kinds.NAMESPACE, kinds.INGRESS_CLASS, kinds.INGRESS, kinds.DEPLOYMENT, kinds.DAEMONSET),)
+    requires = (AnyOf(kinds.NAMESPACE, kinds.INGRESS_CLASS, kinds.INGRESS, kinds.DEPLOYMENT, kinds.DAEMONSET,
+                      name="where ingress-nginx shows"),)
     uses = (kinds.VALIDATING_WEBHOOK_CONFIGURATION,)
     facts = (
         Fact(

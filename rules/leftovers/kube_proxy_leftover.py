@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import concrete
+from auditor.api import Fact, Finding, K8sObject, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
 
-KPR_KEY = "kube-proxy-replacement"
+KPR_KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
 # "strict" is the pre-1.16 spelling of full replacement (removed in 1.16, and
 # flagged by its own rule); for leftovers it means the same thing as "true".
 REPLACEMENT_ON = ("true", "strict")
@@ -22,7 +18,8 @@ REPLACEMENT_ON = ("true", "strict")
 # reinstall kube-proxy; the RBAC objects are inert but should go with them.
 LEFTOVERS: tuple[tuple[str, str | None, str, Severity | None, str], ...] = (
     (kinds.DAEMONSET, "kube-system", "kube-proxy", None, "kube-proxy still runs beside Cilium's eBPF replacement"),
-    (kinds.CONFIGMAP, "kube-system", "kube-proxy", Severity.WARNING, "kubeadm upgrade reinstalls kube-proxy while this ConfigMap exists"),
+    (kinds.CONFIGMAP, "kube-system", "kube-proxy", Severity.WARNING,
+     "kubeadm upgrade reinstalls kube-proxy while this ConfigMap exists"),
     (kinds.SERVICE_ACCOUNT, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
     (kinds.CLUSTER_ROLE_BINDING, None, "kubeadm:node-proxier", Severity.INFO, "kube-proxy RBAC leftover"),
     (kinds.ROLE, "kube-system", "kube-proxy", Severity.INFO, "kube-proxy RBAC leftover"),
@@ -34,16 +31,19 @@ class KubeProxyLeftover(Rule):
     id = "kube-proxy-leftover"
     severity = Severity.ERROR
     title = "kube-proxy objects present while Cilium replaces kube-proxy"
-    rationale = (
-        "The platform runs Cilium with kubeProxyReplacement=true: Services are load-balanced "
-        "by eBPF and kube-proxy must be gone (cluster bootstrapped with kubeadm "
-        "--skip-phases=addon/kube-proxy). A kube-proxy DaemonSet left running programs its own "
-        "iptables Service rules beside Cilium's datapath, so two implementations answer for the "
-        "same Service IPs; a kube-proxy ConfigMap left behind makes `kubeadm upgrade` reinstall "
-        "kube-proxy (Cilium docs, Kubernetes Without kube-proxy). The ServiceAccount, "
-        "ClusterRoleBinding kubeadm:node-proxier and Role/RoleBinding kube-proxy are inert "
-        "leftovers, reported at info. Whether replacement is on comes from cilium-config "
-        "(kube-proxy-replacement); when the input does not show it, the rule does not guess."
+    rationale_fact = (
+        "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding "
+        "kube-proxy in kube-system and ClusterRoleBinding kubeadm:node-proxier. Once Cilium replaces "
+        "kube-proxy, a kube-proxy DaemonSet left running programs its own iptables Service rules beside "
+        "Cilium's datapath, so two implementations answer for the same Service IPs, and a kube-proxy "
+        "ConfigMap left behind makes `kubeadm upgrade` reinstall kube-proxy. The RBAC objects are "
+        "inert."
+    )
+    rationale_decision = (
+        "The platform runs kubeProxyReplacement=true on a cluster bootstrapped without kube-proxy: the "
+        "DaemonSet is an error, the ConfigMap a warning, the RBAC objects info. Whether replacement is "
+        "on comes from the Cilium configuration (kube-proxy-replacement); when the input does not show "
+        "it, the rule does not guess."
     )
     remediation = (
         "Delete the kube-proxy DaemonSet and ConfigMap in kube-system (then its ServiceAccount, "
@@ -52,6 +52,7 @@ class KubeProxyLeftover(Rule):
     )
     requires = (kinds.DAEMONSET, kinds.CONFIGMAP)
     uses = (kinds.SERVICE_ACCOUNT, kinds.CLUSTER_ROLE_BINDING, kinds.ROLE, kinds.ROLE_BINDING)
+    cilium_settings = (KPR_KEY,)
     references = (
         "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
@@ -61,18 +62,20 @@ class KubeProxyLeftover(Rule):
             "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding kube-proxy "
             "in kube-system and ClusterRoleBinding kubeadm:node-proxier",
             "kubeadm (all current releases)",
-            "kubernetes cmd/kubeadm/app/phases/addons/proxy/proxy.go",
+            "https://github.com/kubernetes/kubernetes/blob/master/cmd/kubeadm/app/phases/addons/proxy/proxy.go",
         ),
         Fact(
-            "Replacing kube-proxy: skip the addon (kubeadm init --skip-phases=addon/kube-proxy) or delete the DaemonSet "
+            "Replacing kube-proxy: skip the addon (kubeadm init --skip-phases=addon/kube-proxy) or delete the "
+            "DaemonSet "
             "and ConfigMap (so kubeadm upgrade does not reinstall it) and flush the KUBE-* iptables rules",
             "Cilium 1.16+",
-            "Documentation/network/kubernetes/kubeproxy-free.rst",
+            "https://docs.cilium.io/en/stable/network/kubernetes/kubeproxy-free/",
         ),
         Fact(
             "kube-proxy-replacement takes true/false; strict/partial/disabled were removed",
             "Cilium 1.16+ (deprecated 1.14)",
-            "cilium/cilium PRs #26577, #31286",
+            "https://github.com/cilium/cilium/pull/26577",
+            also=("https://github.com/cilium/cilium/pull/31286",),
         ),
     )
 
@@ -84,13 +87,13 @@ class KubeProxyLeftover(Rule):
                 present.append((obj, severity, why))
         if not present:
             return
-        if not ctx.cilium.settings_known:
+        if not ctx.settings_known:
             raise NotRun(
                 f"kube-proxy objects are present ({', '.join(o.ref.display for o, _, _ in present)}) but the "
                 f"input does not show whether Cilium replaces kube-proxy (no cilium-config {KPR_KEY})"
             )
-        setting = concrete(ctx, KPR_KEY, "kube-proxy objects are present")
-        if setting is None or setting.value.strip().lower() not in REPLACEMENT_ON:
+        setting = ctx.setting(KPR_KEY, unknown_because="kube-proxy objects are present")
+        if setting is None or setting.as_choice() not in REPLACEMENT_ON:
             return  # kube-proxy is still the Service proxy: nothing is left over
         for obj, severity, why in present:
             ctx.examined(obj)

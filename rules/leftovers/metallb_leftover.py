@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._components import image_name
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    image_name,
+    kinds,
+)
 
 METALLB_GROUP = "metallb.io"
 METALLB_NAMESPACE = "metallb-system"
@@ -47,26 +56,27 @@ class MetallbLeftover(Rule):
     id = "metallb-leftover"
     severity = Severity.ERROR
     title = "MetalLB objects present beside Cilium LB-IPAM and L2 announcements"
-    rationale = (
-        "The platform's exposure is all-Cilium (ADR 0020): LoadBalancer addresses come from "
-        "Cilium LB-IPAM pools and are announced by Cilium's L2 announcer, which replaced "
-        "MetalLB's IPAddressPool and L2Advertisement. A MetalLB left installed is a second IPAM "
-        "and a second announcer competing for the same LoadBalancer Services (LB-IPAM allocates "
-        "for every Service without a loadBalancerClass once a pool exists, Cilium 1.13+): its "
-        "controller assigns addresses and its speaker DaemonSet announces them, so two "
-        "components answer ARP for Service addresses on one LAN and the IP-to-MAC mapping "
-        "flaps. Active objects "
-        "(the speaker and controller workloads, IPAddressPool, L2Advertisement, "
-        "BGPAdvertisement, BGPPeer) are errors; other metallb.io objects, the metallb-system "
-        "namespace and MetalLB annotations on Services (which Cilium ignores: LB-IPAM reads "
-        "lbipam.cilium.io/ips) are warnings."
+    rationale_fact = (
+        "MetalLB's controller assigns LoadBalancer addresses from its IPAddressPools and its speaker "
+        "DaemonSet announces them (L2Advertisement, BGPAdvertisement). Cilium LB-IPAM allocates for "
+        "every Service without a loadBalancerClass once a pool exists (Cilium 1.13+) and reads only its "
+        "own annotations (lbipam.cilium.io/ips). With both installed, two IPAMs and two announcers "
+        "compete for the same Services, and two components answer ARP for Service addresses on one LAN, "
+        "so the IP-to-MAC mapping flaps."
+    )
+    rationale_decision = (
+        "The platform's exposure is all-Cilium: LB-IPAM pools and Cilium's L2 announcer replaced "
+        "MetalLB (ADR 0020). Active MetalLB objects (the speaker and controller workloads, "
+        "IPAddressPool, L2Advertisement, BGPAdvertisement, BGPPeer) are errors; other metallb.io "
+        "objects, the metallb-system namespace and MetalLB annotations on Services are warnings."
     )
     remediation = (
         "Uninstall MetalLB (its Helm release or manifests), delete the metallb.io objects and "
         "the metallb-system namespace, and move address requests on Services to "
         "lbipam.cilium.io/ips."
     )
-    requires = ((kinds.NAMESPACE, kinds.DAEMONSET, kinds.DEPLOYMENT, *kinds.METALLB_KINDS),)
+    requires = (AnyOf(kinds.NAMESPACE, kinds.DAEMONSET, kinds.DEPLOYMENT, *kinds.METALLB_KINDS,
+                      name="where MetalLB shows"),)
     uses = (kinds.SERVICE,)
     facts = (
         Fact(

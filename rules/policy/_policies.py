@@ -7,8 +7,9 @@ opening (`ipBlock 0.0.0.0/0` on 443) from one that undoes default deny.
 
 from __future__ import annotations
 
-from auditor.model import K8sObject, as_list, as_mapping, as_str
-from auditor.selectors import is_empty_selector, selector_matches, strip_source
+from typing import Any
+
+from auditor.api import K8sObject, as_list, as_mapping, as_str, is_empty_selector, selector_matches, strip_source
 
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 WHOLE_ADDRESS_SPACE = ("0.0.0.0/0", "::/0")
@@ -72,7 +73,7 @@ def network_policy_open_rules(policy: K8sObject, direction: str) -> list[str]:
 # --- Cilium policies ----------------------------------------------------------
 
 
-def cilium_rules(policy: K8sObject) -> list[dict]:
+def cilium_rules(policy: K8sObject) -> list[dict[str, Any]]:
     """The rules of a CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy: `spec`, `specs`, or both."""
     rules = [policy.spec] if policy.spec else []
     rules += [rule for rule in as_list(policy.raw.get("specs")) if isinstance(rule, dict)]
@@ -95,7 +96,7 @@ def selector_selects_namespace(selector: object, namespace: str) -> bool:
     return namespace_only_selector(selector) and selector_matches(selector, {NAMESPACE_LABEL: namespace})
 
 
-def cilium_open_entries(rule: dict, direction: str) -> list[str]:
+def cilium_open_entries(rule: dict[str, Any], direction: str) -> list[str]:
     """Descriptions of the entries of a Cilium rule that allow `direction` from/to anywhere
     on every port: `*Entities: [all|world]` or a 0.0.0.0/0 (::/0) CIDR, with no toPorts."""
     out = []

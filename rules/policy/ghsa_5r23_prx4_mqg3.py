@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from auditor.model import Finding, Severity
-from auditor.rule import Fact, NotRun, Rule, RuleContext
-from auditor.snapshot import Snapshot
-from auditor_rules._cilium_settings import CONFIG_KINDS, SOURCE_KINDS, concrete, config_finding, flag, require_settings
-from auditor_rules._components import parse_version
+from auditor.api import CILIUM_CONFIGURATION, Fact, Finding, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys
 
-VERSION_KEY = "agent-version"
+VERSION_KEY = cilium_keys.AGENT_VERSION
 AFFECTED_FROM = (1, 18, 0)
 FIXED_IN = (1, 18, 6)
 CONDITIONS = (
-    ("enable-host-firewall", "host firewall"),
-    ("routing-mode", "native routing"),
-    ("enable-wireguard", "WireGuard"),
-    ("encrypt-node", "node encryption"),
+    (cilium_keys.ENABLE_HOST_FIREWALL, "host firewall"),
+    (cilium_keys.ROUTING_MODE, "native routing"),
+    (cilium_keys.ENABLE_WIREGUARD, "WireGuard"),
+    (cilium_keys.ENCRYPT_NODE, "node encryption"),
 )
 
 
@@ -25,22 +21,25 @@ class GhsaHostFirewallBypass(Rule):
     id = "ghsa-5r23-prx4-mqg3"
     severity = Severity.ERROR
     title = "Cilium affected by GHSA-5r23-prx4-mqg3 (host policies not enforced)"
-    rationale = (
-        "GHSA-5r23-prx4-mqg3 (CVE-2026-26963, CVSS 3.1 medium): on Cilium 1.18.0 through 1.18.5, "
-        "when native routing (routing-mode: native), WireGuard (enable-wireguard) and node "
-        "encryption (encrypt-node) are all enabled, host firewall policies wrongly allow "
-        "traffic from pods on other nodes. It matters only with the host firewall on "
-        "(enable-host-firewall), i.e. when host policies are relied on; all four are off by "
-        "default. Fixed in 1.18.6; 1.19 is not listed as affected. The platform enables "
-        "WireGuard, so the other three settings decide. The version comes from the agent "
+    rationale_fact = (
+        "GHSA-5r23-prx4-mqg3 (CVE-2026-26963, CVSS 3.1 medium): on Cilium 1.18.0 through 1.18.5, when "
+        "native routing (routing-mode: native), WireGuard (enable-wireguard) and node encryption "
+        "(encrypt-node) are all enabled, host firewall policies wrongly allow traffic from pods on "
+        "other nodes. It matters only with the host firewall on (enable-host-firewall), when host "
+        "policies are relied on; all four are off by default. Fixed in 1.18.6; 1.19 is not listed as "
+        "affected."
+    )
+    rationale_decision = (
+        "The platform enables WireGuard and relies on host policies where the host firewall is on, so "
+        "an affected version with all four settings on is an error. The version comes from the agent "
         "image tag; without it, or without the Cilium configuration, the verdict is not-run."
     )
     remediation = (
         "Upgrade Cilium to 1.18.6 or later (the platform's line is 1.19), or until then turn off "
         "node encryption (encryption.nodeEncryption=false) so host policies are enforced again."
     )
-    requires = (CONFIG_KINDS,)
-    uses = SOURCE_KINDS
+    requires = (CILIUM_CONFIGURATION,)
+    cilium_settings = (VERSION_KEY, *(key for key, _ in CONDITIONS))
     facts = (
         Fact(
             "Host policies wrongly allow traffic from pods on other nodes when native routing, WireGuard "
@@ -62,30 +61,28 @@ class GhsaHostFirewallBypass(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "whether GHSA-5r23-prx4-mqg3 applies is unknown"
-        require_settings(ctx, what)
-        version_setting = concrete(ctx, VERSION_KEY, what)
-        version = parse_version(version_setting.value) if version_setting is not None else None
-        if version is None:
-            shown = (
-                f"agent image tag {version_setting.value!r} is not a version" if version_setting else "no agent image tag"
-            )
+        version_setting = ctx.setting(VERSION_KEY, unknown_because=what)
+        version = version_setting.as_version() if version_setting is not None else None
+        if version_setting is None or version is None:
+            shown = "no agent image tag"
+            if version_setting is not None:
+                shown = f"agent image tag {version_setting.value!r} is not a version"
             raise NotRun(f"{what}: the Cilium version is unknown ({shown})")
-        ctx.examined(config_finding(ctx, version_setting, "").object)
+        ctx.examined(ctx.configuration_anchor(version_setting)[0])
         if not AFFECTED_FROM <= version < FIXED_IN:
             return
-        routing = concrete(ctx, "routing-mode", what)
+        routing = ctx.setting(cilium_keys.ROUTING_MODE, unknown_because=what)
         enabled = (
-            flag(ctx, "enable-host-firewall", what),
-            routing is not None and routing.value.strip().lower() == "native",
-            flag(ctx, "enable-wireguard", what),
-            flag(ctx, "encrypt-node", what),
+            ctx.setting_enabled(cilium_keys.ENABLE_HOST_FIREWALL, unknown_because=what),
+            routing is not None and routing.as_choice() == "native",
+            ctx.setting_enabled(cilium_keys.ENABLE_WIREGUARD, unknown_because=what),
+            ctx.setting_enabled(cilium_keys.ENCRYPT_NODE, unknown_because=what),
         )
         if not all(enabled):
             return
         on = ", ".join(label for _, label in CONDITIONS)
-        yield config_finding(
-            ctx,
-            version_setting,
+        yield ctx.configuration_finding(
             f"Cilium {version_setting.value} with {on} all enabled: host policies let through traffic from "
             "pods on other nodes (fixed in 1.18.6)",
+            version_setting,
         )

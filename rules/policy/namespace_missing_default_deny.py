@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, ObjectRef, Severity, as_list, as_mapping
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import is_empty_selector
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    ObjectRef,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    as_list,
+    as_mapping,
+    cilium_keys,
+    is_empty_selector,
+    kinds,
+)
 from auditor_rules.policy._policies import cilium_rules, selector_selects_namespace
 
 DIRECTIONS = ("ingress", "egress")
@@ -37,7 +49,7 @@ def _network_policy_denies(policy: K8sObject) -> set[str]:
     return denied
 
 
-def _cilium_rule_denies(rule: dict) -> set[str]:
+def _cilium_rule_denies(rule: dict[str, Any]) -> set[str]:
     """Directions a Cilium rule puts into default deny while allowing nothing.
 
     The documented pattern is a section holding one empty rule (`ingress:
@@ -59,19 +71,22 @@ class NamespaceMissingDefaultDeny(Rule):
     id = "namespace-missing-default-deny"
     severity = Severity.ERROR
     title = "Application namespace without a default-deny network policy"
-    rationale = (
-        "Every application namespace starts from deny-all, ingress and egress, and re-opens "
-        "flows one by one (the platform's default-deny principle). Without it, any pod can "
-        "reach any other and the outside world, so an exposure mistake elsewhere is not "
-        "contained. Accepted forms: a NetworkPolicy with an empty podSelector listing Ingress "
-        "and Egress in policyTypes with no rules (or one policy per direction); a "
-        "CiliumNetworkPolicy with an empty endpointSelector whose ingress/egress hold one "
-        "empty rule (the documented Cilium default-deny pattern); a "
-        "CiliumClusterwideNetworkPolicy doing the same for all endpoints or for this "
-        "namespace through the io.kubernetes.pod.namespace label; or Cilium's "
-        "enable-policy=always mode. Namespaces without workloads or Services, and the system "
-        "namespaces excluded by the posture, are not checked; the API server's own "
-        "default/kubernetes Service is not a workload."
+    rationale_fact = (
+        "A NetworkPolicy with an empty podSelector that lists a policy type and has no rules for it "
+        "denies that direction for every pod of its namespace. Cilium puts an endpoint in default deny "
+        "for a direction when a rule selecting it has that section; upstream's default-deny example is "
+        "a section holding one empty rule, enableDefaultDeny.<direction>: false (1.16+) opts a policy "
+        "out, and enable-policy=always enforces policy on every endpoint. A "
+        "CiliumClusterwideNetworkPolicy is scoped to namespaces through the io.kubernetes.pod.namespace "
+        "label. Without a default deny, any pod can reach any other and the outside world."
+    )
+    rationale_decision = (
+        "Every application namespace of the platform starts from deny-all, ingress and egress, and "
+        "re-opens flows one by one, so an exposure mistake elsewhere stays contained: a namespace "
+        "holding workloads or Services without both directions denied is an error. Accepted: those "
+        "NetworkPolicy, CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy forms, or "
+        "enable-policy=always. The system namespaces excluded by the posture are not checked; the API "
+        "server's own default/kubernetes Service is not a workload."
     )
     remediation = (
         "Add a NetworkPolicy named default-deny-all with podSelector: {} and policyTypes: "
@@ -79,10 +94,12 @@ class NamespaceMissingDefaultDeny(Rule):
         "routes) with further policies."
     )
     requires = (
-        (*kinds.WORKLOAD_KINDS, kinds.SERVICE),
-        kinds.NETWORK_POLICY_KINDS,
+        AnyOf(*kinds.WORKLOAD_KINDS, kinds.SERVICE, name="workloads or Services"),
+        AnyOf(*kinds.NETWORK_POLICY_KINDS, name="network policies"),
     )
-    uses = (kinds.NAMESPACE, kinds.CONFIGMAP)
+    uses = (kinds.NAMESPACE,)
+    cilium_settings = (cilium_keys.ENABLE_POLICY,)
+    posture_fields = ("defaultDeny.excludedNamespaces",)
     references = (
         "https://kubernetes.io/docs/concepts/services-networking/network-policies/#default-policies",
         "https://docs.cilium.io/en/stable/security/policy/language/#ingress-egress-default-deny",
@@ -93,29 +110,32 @@ class NamespaceMissingDefaultDeny(Rule):
             "NetworkPolicy: podSelector {} with a policy type and no rules for it denies that direction; without "
             "policyTypes, Ingress is implied and Egress only when egress rules exist",
             "networking.k8s.io/v1 (Kubernetes 1.8+)",
-            "Kubernetes API reference, NetworkPolicySpec",
+            "https://kubernetes.io/docs/reference/kubernetes-api/policy-resources/network-policy-v1/",
         ),
         Fact(
             "A Cilium rule selecting an endpoint with an ingress/egress section puts it in default deny for that "
             "direction; upstream's default-deny example is a section holding one empty rule (- {}); an empty or "
             "absent section does not",
             "Cilium, all supported releases (the `- {}` reading is contested in third-party material: facts §6.3)",
-            "Documentation/security/policy/intro.rst; examples/policies/l3/egress-default-deny",
+            "https://docs.cilium.io/en/stable/security/policy/intro/",
+            also=("https://github.com/cilium/cilium/tree/main/examples/policies/l3/egress-default-deny",),
         ),
         Fact(
             "enableDefaultDeny.<direction>: false keeps a policy from switching its endpoints to default deny",
             "Cilium 1.16+",
-            "cilium/cilium PR #30572, issue #35558",
+            "https://github.com/cilium/cilium/pull/30572",
+            also=("https://github.com/cilium/cilium/issues/35558",),
         ),
         Fact(
             "enable-policy=always enforces policy on every endpoint, rules or not",
             "Cilium, all supported releases",
-            "Documentation/security/policy/intro.rst (policy enforcement modes)",
+            "https://docs.cilium.io/en/stable/security/policy/intro/#policy-enforcement-modes",
         ),
         Fact(
-            "A CiliumClusterwideNetworkPolicy is scoped to namespaces through the k8s:io.kubernetes.pod.namespace label",
+            "A CiliumClusterwideNetworkPolicy is scoped to namespaces through the k8s:io.kubernetes.pod.namespace "
+            "label",
             "Cilium, all supported releases",
-            "Cilium docs, Using Kubernetes constructs in policy",
+            "https://docs.cilium.io/en/latest/policy/kubernetes/",
         ),
     )
 
@@ -123,7 +143,8 @@ class NamespaceMissingDefaultDeny(Rule):
         holders = self._namespaces_with_workloads(snapshot, ctx)
         if not holders:
             return
-        if ctx.cilium.value("enable-policy") == "always":
+        enforcement = ctx.concrete_setting(cilium_keys.ENABLE_POLICY)
+        if enforcement is not None and enforcement.value == "always":
             # Cilium enforces policy on every endpoint, rules or not: deny-all by default.
             for namespace in sorted(holders):
                 ctx.examined(self._namespace_ref(snapshot, namespace))

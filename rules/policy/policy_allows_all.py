@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Callable, Iterator
 
-from auditor import kinds
-from auditor.model import Finding, K8sObject, Severity
-from auditor.rule import Fact, Rule, RuleContext
-from auditor.selectors import is_empty_selector, selector_matches
-from auditor.snapshot import Snapshot
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    is_empty_selector,
+    kinds,
+    selector_matches,
+)
 from auditor_rules.policy._policies import (
     NAMESPACE_LABEL,
     cilium_open_entries,
@@ -32,27 +40,30 @@ class PolicyAllowsAll(Rule):
     id = "policy-allows-all"
     severity = Severity.ERROR
     title = "Network policy opening a whole namespace to anywhere on every port"
-    rationale = (
-        "Every application namespace starts from deny-all and re-opens flows one by one (the "
-        "platform's default-deny principle). A policy that selects every pod of a namespace "
-        "and allows a direction from or to anywhere on every port undoes that default deny "
-        "for the whole namespace, whatever the other policies say (allow rules add up). "
-        "Reported: a NetworkPolicy with an empty podSelector whose ingress/egress rule has no "
-        "peers (`ingress: [{}]`) or an ipBlock 0.0.0.0/0 (::/0), with no ports; a "
-        "CiliumNetworkPolicy or CiliumClusterwideNetworkPolicy whose endpointSelector selects "
-        "every pod of a namespace (or the cluster) with fromEntities/toEntities all or world "
-        "(world: every peer outside the cluster) or a 0.0.0.0/0 fromCIDR/toCIDR/CIDRSet, with "
-        "no toPorts. Rules bounded by ports are deliberate openings and are not reported. A "
-        "Cilium rule holding only `{}` is not read as allow-all: it is upstream's documented "
-        "default-deny pattern. Ingress findings are errors, egress ones warnings; namespaces "
-        "excluded by the posture are skipped."
+    rationale_fact = (
+        "A NetworkPolicy with an empty podSelector selects every pod of its namespace; a rule with no "
+        "from/to matches every peer and one with no ports every port, and the allow rules of all "
+        "policies selecting a pod add up. Cilium's entity world stands for every peer outside the "
+        "cluster, all for every peer. So one policy that selects a whole namespace and allows a "
+        "direction from or to anywhere on every port undoes default deny for that namespace, whatever "
+        "the other policies say. A Cilium rule holding only `{}` is upstream's documented default-deny "
+        "pattern, not an allow-all."
+    )
+    rationale_decision = (
+        "Every application namespace of the platform starts from deny-all and re-opens flows one by "
+        "one: such a policy is reported, ingress from anywhere as an error, egress to anywhere as a "
+        "warning. Covered: NetworkPolicy rules with no peers or an ipBlock 0.0.0.0/0 (::/0), and "
+        "CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy entries with fromEntities/toEntities all "
+        "or world or a 0.0.0.0/0 CIDR, all with no ports. Rules bounded by ports are deliberate "
+        "openings; namespaces excluded by the posture are skipped."
     )
     remediation = (
         "Narrow the policy: select the pods that need the flow, name the peers (namespaces, "
         "pods, CIDRs) and the ports, or delete it and rely on the namespace's default-deny "
         "plus specific allow rules."
     )
-    requires = (kinds.NETWORK_POLICY_KINDS,)
+    requires = (AnyOf(*kinds.NETWORK_POLICY_KINDS, name="network policies"),)
+    posture_fields = ("defaultDeny.excludedNamespaces",)
     uses = (kinds.NAMESPACE,)
     facts = (
         Fact(
@@ -131,7 +142,7 @@ class PolicyAllowsAll(Rule):
         return sorted(names)
 
     @staticmethod
-    def _clusterwide_scope(selector: object, namespaces: list[str], excluded) -> str | None:
+    def _clusterwide_scope(selector: object, namespaces: list[str], excluded: Callable[[str], bool]) -> str | None:
         """What a clusterwide rule's endpointSelector covers as whole namespaces, or None."""
         if selector is None:
             return None  # a host policy (nodeSelector) or an invalid rule: not about pods

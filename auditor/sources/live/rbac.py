@@ -38,7 +38,9 @@ class UnknownKinds(ValueError):
 
 
 def kinds_read(rules: Iterable) -> list[str]:
-    return sorted({gk for rule in rules for gk in rule.kinds_read()})
+    from auditor.rule import kinds_read_by
+
+    return kinds_read_by(rules)
 
 
 def policy_rules(rules: Iterable) -> list[dict]:
