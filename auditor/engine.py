@@ -11,9 +11,10 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 
 from auditor.cilium import config as cilium_config
+from auditor.duplicates import DuplicateObject, find_duplicates
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
-from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied
-from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus, Severity, group_kind, split_api_version
+from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied, own_labels
+from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus, Severity
 from auditor.posture import Posture
 from auditor.registry import RuleSet
 from auditor.rule import NotRun, Rule, RuleContext, unmet_requirement
@@ -52,6 +53,8 @@ class AuditResult:
     fail_on: Severity
     require_complete: bool
     notes: list[str] = field(default_factory=list)
+    # Identities defined more than once in the input (auditor/duplicates.py): every report lists them.
+    duplicates: list[DuplicateObject] = field(default_factory=list)
 
     @property
     def failing(self) -> list[Finding]:
@@ -106,16 +109,6 @@ class AuditResult:
         }
 
 
-def _labels_lookup(snapshot: Snapshot):
-    def labels_of(finding: Finding) -> dict:
-        ref = finding.object
-        group, _ = split_api_version(ref.api_version)
-        obj = snapshot.get(group_kind(group, ref.kind), ref.namespace, ref.name)
-        return obj.labels if obj is not None else {}
-
-    return labels_of
-
-
 def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium) -> RuleResult:
     severity = posture.severity_overrides.get(rule.id, rule.severity)
     result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
@@ -156,7 +149,7 @@ def run(
 ) -> AuditResult:
     cilium = cilium_config.resolve(snapshot)
     matcher = ExceptionMatcher(exceptions, as_of)
-    labels_of = _labels_lookup(snapshot)
+    labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
     for rule in rule_set.rules:
         result = _run_rule(rule, snapshot, posture, cilium)
@@ -189,4 +182,5 @@ def run(
         fail_on=fail_on,
         require_complete=require_complete,
         notes=list(posture.notes),
+        duplicates=find_duplicates(snapshot.objects),
     )

@@ -95,6 +95,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot) -> Aud
         fail_on=first.fail_on,
         require_complete=any(result.require_complete for _, result in parts),
         notes=notes,
+        duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterator, Union
 
-from auditor.model import Finding, K8sObject, ObjectRef, Severity
+from auditor.model import Finding, K8sObject, ObjectRef, Severity, string_labels
 from auditor.snapshot import CoverageState, Snapshot
 
 if TYPE_CHECKING:  # imported for annotations only: keeps rule imports light
@@ -71,8 +71,9 @@ class Rule:
         raise NotImplementedError
 
     def finding(self, obj: K8sObject, message: str, severity: Severity | None = None) -> Finding:
-        """A finding about `obj`, pointing at where it was read."""
-        return Finding(object=obj.ref, message=message, source=obj.source, severity=severity)
+        """A finding about `obj`, pointing at where it was read, carrying its labels (for exceptions)."""
+        labels = tuple(sorted(string_labels(obj.labels).items()))
+        return Finding(object=obj.ref, message=message, source=obj.source, severity=severity, labels=labels)
 
     def kinds_read(self) -> list[str]:
         kinds: set[str] = set(self.uses)

@@ -228,3 +228,81 @@ def test_escape_sequences_from_the_input_reach_the_terminal_as_text(tmp_path: Pa
         assert result.code == 1
         assert "\u0007" not in result.stdout and "\u001b]" not in result.stdout and "\u001b[2J" not in result.stdout
         assert "\\x1b]0;pwned\\x07\\x1b[2J" in result.stdout.replace("\n", "")
+
+
+# --- objects defined twice: visible in every report (issue 10, item 2) -------------------------
+
+LB_EDGE = "apiVersion: v1\nkind: Service\nmetadata: {name: edge, namespace: app}\nspec: {type: LoadBalancer}\n"
+
+
+def test_duplicate_identities_are_visible_in_every_format(tmp_path: Path, schemas: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    for folder in ("base", "overlay"):
+        (tmp_path / "repo" / folder).mkdir(parents=True)
+        (tmp_path / "repo" / folder / "svc.yaml").write_text(LB_EDGE, encoding="utf-8")
+    args = ("repo", "--rule", "lb-service-not-excepted", "--as-of", "2026-11-29")
+    outputs = {name: run_cli(*args, "--format", name, cwd=tmp_path) for name in ("text", "json", "junit", "sarif", "markdown")}
+    assert {result.code for result in outputs.values()} == {1}, outputs  # the two findings fail; duplicates change nothing
+    assert ("warning: Service/app/edge is defined 2 times in the input (repo/base/svc.yaml:1, repo/overlay/svc.yaml:1)"
+            in outputs["text"].stdout)
+    report = json.loads(outputs["json"].stdout)
+    jsonschema.Draft202012Validator(load_schema("report.schema.json")).validate(report)
+    assert report["duplicateObjects"] == [{
+        "object": {"apiVersion": "v1", "kind": "Service", "namespace": "app", "name": "edge"},
+        "definitions": [{"file": "repo/base/svc.yaml", "line": 1}, {"file": "repo/overlay/svc.yaml", "line": 1}],
+    }]
+    junit_path = tmp_path / "audit.xml"
+    junit_path.write_text(outputs["junit"].stdout, encoding="utf-8")
+    errors = list(xmlschema.XMLSchema(str(schemas / "jenkins-junit-10.xsd")).iter_errors(str(junit_path)))
+    assert not errors, errors[:3]
+    (case,) = [c for c in ET.fromstring(outputs["junit"].stdout).iter("testcase") if c.get("classname") == "(input)"]
+    assert case.get("name") == "duplicate Service/app/edge"
+    assert "repo/base/svc.yaml:1, repo/overlay/svc.yaml:1" in case.find("skipped").get("message")
+    sarif = json.loads(outputs["sarif"].stdout)
+    sarif_schema = json.loads((schemas / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(sarif_schema).validate(sarif)
+    (note,) = [n for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+               if n["descriptor"]["id"] == "duplicate-object"]
+    assert note["level"] == "warning"
+    assert [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in note["locations"]] == [
+        "repo/base/svc.yaml", "repo/overlay/svc.yaml"]
+    assert "### Objects defined more than once" in outputs["markdown"].stdout
+    assert "| `Service/app/edge` | `repo/base/svc.yaml:1`, `repo/overlay/svc.yaml:1` |" in outputs["markdown"].stdout
+
+
+def test_no_duplicates_no_trace_in_the_reports() -> None:
+    text = run_cli(str(DRIFTED), *AS_OF).stdout
+    assert "defined 2 times" not in text and "warning:" not in text
+    assert json.loads(run_cli(str(DRIFTED), "--format", "json", *AS_OF).stdout)["duplicateObjects"] == []
+    assert "(input)" not in run_cli(str(DRIFTED), "--format", "junit", *AS_OF).stdout
+
+
+# --- fleet headings (issue 10, item 14) --------------------------------------------------------
+
+
+def test_fleet_rule_with_failed_findings_is_headed_failed_when_another_cluster_errored(tmp_path: Path) -> None:
+    from auditor import engine, exceptions_list, registry
+    from auditor.fleet import merge_fleet
+    from auditor.model import ClusterInfo
+    from auditor.posture import Posture
+    from auditor.report import renderer
+    from auditor.snapshot import Coverage, CoverageState, Snapshot
+    from auditor.sources.files import read_paths
+    from tests.conftest import AS_OF as AS_OF_DATE
+
+    (tmp_path / "svc.yaml").write_text(LB_EDGE, encoding="utf-8")
+    rules = registry.select(registry.load_rules(plugins=False), ["lb-service-not-excepted"])
+    none = exceptions_list.ExceptionList("(none)", [])
+    lab = engine.run(read_paths([str(tmp_path / "svc.yaml")]), rules, none, Posture(), as_of=AS_OF_DATE)
+    unreadable = Snapshot.build([], mode="snapshot", listed={"Service": Coverage(CoverageState.FAILED, "services: HTTP 403")})
+    prod = engine.run(unreadable, rules, none, Posture(), as_of=AS_OF_DATE)
+    clusters = [ClusterInfo(context="lab", extra={"name": "lab"}), ClusterInfo(context="prod", extra={"name": "prod"})]
+    merged = merge_fleet([("lab", lab), ("prod", prod)], Snapshot.build([], mode="fleet", clusters=clusters))
+    assert merged.rules[0].status.value == "error"
+    text = renderer("text")(merged)
+    assert "FAILED lb-service-not-excepted (error)" in text and "EXCEPTED" not in text
+    assert "  fix: Change the Service to type ClusterIP" in text
+    assert "ERROR lb-service-not-excepted: prod: services: HTTP 403" in text

@@ -11,6 +11,7 @@ import pytest
 
 from auditor import exceptions_list
 from auditor.errors import ConfigError
+from auditor.model import Finding, ObjectRef, Source
 from tests.conftest import FIXTURES, ROOT, audit_text, run_cli
 
 DRIFTED = FIXTURES / "clusters" / "drifted.json"
@@ -150,3 +151,56 @@ def test_bundled_list_is_the_repository_file_and_valid() -> None:
     assert [entry.name for entry in loaded.entries] == ["kubernetes-dashboard", "gateway-services"]
     for entry in loaded.entries:
         assert set(entry.rules) == {"lb-service-not-excepted", "nodeport-service-not-excepted"}
+
+
+# --- two objects with one identity (issue 10, item 2) ----------------------------------------
+
+GATEWAY_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: edge
+  namespace: app
+  labels: {gateway.networking.k8s.io/gateway-name: main}
+spec: {type: LoadBalancer, ports: [{port: 443}]}
+"""
+UNLABELLED_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {name: edge, namespace: app}
+spec: {type: LoadBalancer, ports: [{port: 443}]}
+"""
+
+
+@pytest.mark.parametrize("base, overlay", [(GATEWAY_SERVICE, UNLABELLED_SERVICE), (UNLABELLED_SERVICE, GATEWAY_SERVICE)],
+                         ids=["labelled-base", "labelled-overlay"])
+def test_a_namesakes_labels_never_except_an_object(tmp_path: Path, base: str, overlay: str) -> None:
+    """A base and an overlay in two files: only the Gateway's own Service is excepted by `gateway-services`."""
+    for folder, text in (("base", base), ("overlay", overlay)):
+        (tmp_path / "repo" / folder).mkdir(parents=True)
+        (tmp_path / "repo" / folder / "svc.yaml").write_text(text, encoding="utf-8")
+    result = run_cli("repo", "--rule", "lb-service-not-excepted", "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
+    assert result.code == 1, result.stdout
+    report = json.loads(result.stdout)
+    statuses = {f["file"]: f["status"] for f in report["findings"]}
+    labelled = "repo/base/svc.yaml" if base is GATEWAY_SERVICE else "repo/overlay/svc.yaml"
+    unlabelled = "repo/overlay/svc.yaml" if base is GATEWAY_SERVICE else "repo/base/svc.yaml"
+    assert statuses == {labelled: "excepted", unlabelled: "failed"}
+    (duplicate,) = report["duplicateObjects"]
+    assert duplicate["object"]["name"] == "edge"
+    assert [d["file"] for d in duplicate["definitions"]] == ["repo/base/svc.yaml", "repo/overlay/svc.yaml"]
+
+
+def test_unknown_labels_satisfy_no_label_match(tmp_path: Path) -> None:
+    """When the labels of a finding's object cannot be told, label entries do not match; others still do."""
+    exceptions = _load(tmp_path, "exceptions:\n"
+                       "  - name: by-label\n    rules: [lb-service-not-excepted]\n    match: {labels: {tier: '*'}}\n"
+                       "    reason: r\n"
+                       "  - name: by-name\n    rules: [lb-service-not-excepted]\n    match: {name: smtp}\n    reason: r\n")
+    matcher = exceptions_list.ExceptionMatcher(exceptions, dt.date(2026, 11, 29))
+    finding = Finding(ObjectRef("Service", "mail", "smtp", "v1"), "m", Source("a.yaml", 1), rule="lb-service-not-excepted")
+    assert matcher.apply(finding, lambda _finding: {"tier": "edge"}).name == "by-label"
+    entry = matcher.apply(finding, lambda _finding: None)
+    assert entry is not None and entry.name == "by-name"
+    other = Finding(ObjectRef("Service", "mail", "web", "v1"), "m", Source("a.yaml", 9), rule="lb-service-not-excepted")
+    assert matcher.apply(other, lambda _finding: None) is None

@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 from auditor import TOOL_NAME, __version__
 from auditor.baseline import baseline_of
+from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus, Severity
@@ -56,6 +57,7 @@ NOTIFICATIONS = [
     ("exception-expired", "An exception-list entry expired: the findings it covered fail again."),
     ("exception-unused", "An exception-list entry matched nothing: it is stale."),
     ("posture-note", "A remark about the posture the audit was judged against."),
+    ("duplicate-object", "An object is defined more than once in the input: each definition is audited."),
 ]
 _NOTIFICATION_INDEX = {name: index for index, (name, _) in enumerate(NOTIFICATIONS)}
 
@@ -175,6 +177,22 @@ def _notification(descriptor: str, level: str, text: str, rule: tuple[str, int] 
     return note
 
 
+def _duplicate_locations(duplicate: DuplicateObject, physical: bool, base: str) -> list[dict[str, Any]]:
+    """Each definition of a duplicated object: the file and line, and the object as a logical location."""
+    ref = duplicate.object
+    logical = {"name": ref.name, "fullyQualifiedName": duplicate.display, "kind": "resource"}
+    locations: list[dict[str, Any]] = []
+    for source in duplicate.sources:
+        location: dict[str, Any] = {}
+        if physical and source is not None and source.path and source.path != STDIN_NAME:
+            location["physicalLocation"] = {"artifactLocation": artifact_location(source.path, base)}
+            if source.line:
+                location["physicalLocation"]["region"] = {"startLine": source.line}
+        location["logicalLocations"] = [logical]
+        locations.append(location)
+    return locations
+
+
 def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
     base = base or os.getcwd()
     snapshot = result.snapshot
@@ -197,6 +215,11 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
             level = "error" if result.require_complete else "warning"
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
                                            (rule_result.id, index)))
+    for duplicate in result.duplicates:
+        note = _notification("duplicate-object", "warning",
+                             f"{duplicate.display} is defined {duplicate.count} times in the input")
+        note["locations"] = _duplicate_locations(duplicate, physical, base)
+        execution.append(note)
     configuration: list[dict[str, Any]] = []
     for usage in result.exceptions:
         if usage.status is EntryStatus.EXPIRED:
