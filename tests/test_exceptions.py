@@ -204,3 +204,68 @@ def test_unknown_labels_satisfy_no_label_match(tmp_path: Path) -> None:
     assert entry is not None and entry.name == "by-name"
     other = Finding(ObjectRef("Service", "mail", "web", "v1"), "m", Source("a.yaml", 9), rule="lb-service-not-excepted")
     assert matcher.apply(other, lambda _finding: None) is None
+
+
+# --- schema patterns are anchored for real (issue 10, item 10) ----------------------------------
+
+# Strings some pattern of the auditor's schemas accepts (each pattern must accept at least one).
+PATTERN_SAMPLES = ["dash", "lb-service-not-excepted", "192.168.67.240-192.168.67.250", "10.0.0.0/24", "fd00::/64",
+                   "1.19", "v1.4", "production", "prod_west.1", "3f2a9c0d1b7e"]
+
+
+def _schema_patterns() -> list[tuple[str, str]]:
+    from auditor.config_files import load_schema
+
+    found: list[tuple[str, str]] = []
+    for name in sorted(p.name for p in (ROOT / "auditor" / "data").glob("*.schema.json")):
+        stack = [load_schema(name)]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("pattern"), str):
+                    found.append((name, node["pattern"]))
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    return found
+
+
+@pytest.mark.parametrize("schema, pattern", _schema_patterns())
+def test_schema_patterns_refuse_a_trailing_newline_in_python_and_ecma_262(schema: str, pattern: str) -> None:
+    """JSON Schema `pattern` is ECMA-262 (json-schema.org/draft/2020-12/json-schema-validation, 6.3.3), where `$`
+    is the end of the string; jsonschema uses Python's re.search, where `$` also matches before a final newline
+    (JSON-Schema-Test-Suite, optional/ecmascript-regex.json). Both engines must agree, and refuse "x\\n"."""
+    import re
+
+    import regress
+
+    ecma = regress.Regex(pattern)
+    accepted = [sample for sample in PATTERN_SAMPLES if ecma.find(sample) is not None]
+    assert accepted, f"{schema}: no sample matches {pattern!r}: add one"
+    for sample in PATTERN_SAMPLES:
+        assert (re.search(pattern, sample) is not None) == (sample in accepted), (pattern, sample)
+    for sample in accepted:
+        for suffix in ("\n", "\r\n", "\n\n", " "):
+            assert ecma.find(sample + suffix) is None, (pattern, sample + suffix)
+            assert re.search(pattern, sample + suffix) is None, (pattern, sample + suffix)
+
+
+def test_a_name_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r":2: exception list: exceptions\[0\] .*\.name: 'dash\\n' does not match"):
+        _load(tmp_path, 'exceptions:\n  - name: "dash\\n"\n    rules: [lb-service-not-excepted]\n    reason: r\n'
+                        "    match: {name: a}\n")
+    with pytest.raises(ConfigError, match=r"rules\[0\]: 'lb-service-not-excepted\\n' does not match"):
+        _load(tmp_path, 'exceptions:\n  - name: dash\n    rules: ["lb-service-not-excepted\\n"]\n    reason: r\n'
+                        "    match: {name: a}\n")
+
+
+def test_a_posture_value_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
+    from auditor import posture
+
+    path = tmp_path / "posture.yaml"
+    path.write_text('expected: {ciliumVersionLine: "1.19\\n"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"expected\.ciliumVersionLine: '1\.19\\n' does not match"):
+        posture.load(str(path))
+    path.write_text('clusters: {"prod\\n": 3f2a9c0d1b7e}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"does not match"):
+        posture.load(str(path))

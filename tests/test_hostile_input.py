@@ -42,7 +42,6 @@ MAX_RSS_MB = 500
 MAX_SECONDS = 30
 TIMEOUT = 90
 ADDRESS_SPACE_LIMIT = 4 * 1024**3  # the child is stopped by MemoryError long before the machine suffers
-NOBODY = 65534
 
 SERVICE = """\
 apiVersion: v1
@@ -51,7 +50,26 @@ metadata: {name: web, namespace: app}
 spec: {type: ClusterIP, ports: [{port: 80}]}
 """
 
-ZYGOTE = r'''
+# Root reads every file whatever its mode; a case about unreadable files runs without the
+# capabilities that let it (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, ...), as the same user, so
+# it reads the checkout wherever that lives (a fresh clone under `mktemp -d` is 0700).
+DROP_CAPABILITIES = r'''
+def drop_capabilities():
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3, this process; no capability
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+'''
+
+ZYGOTE = DROP_CAPABILITIES + r'''
 import contextlib, io, json, os, resource, sys, tempfile, time, traceback
 
 from auditor.cli import main
@@ -88,10 +106,8 @@ for line in requests:
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
             sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
             resource.setrlimit(resource.RLIMIT_AS, (request["address_space"],) * 2)
-            if request["uid"] is not None:
-                os.setgroups([])
-                os.setgid(request["uid"])
-                os.setuid(request["uid"])
+            if request["drop_capabilities"]:
+                drop_capabilities()
             try:
                 main(request["args"])
                 code = 0
@@ -150,10 +166,11 @@ class Zygote:
             pytest.fail("the zygote stopped answering")
         return self.process.stdout.readline()
 
-    def run(self, args: list[str], cwd: Path, stdin: str, stdout: str, stderr: str, uid: int | None) -> dict:
+    def run(self, args: list[str], cwd: Path, stdin: str, stdout: str, stderr: str,
+            drop_capabilities: bool = False) -> dict:
         assert self.process.stdin is not None
-        request = {"args": args, "cwd": str(cwd), "stdin": stdin, "stdout": stdout, "stderr": stderr, "uid": uid,
-                   "timeout": TIMEOUT, "address_space": ADDRESS_SPACE_LIMIT}
+        request = {"args": args, "cwd": str(cwd), "stdin": stdin, "stdout": stdout, "stderr": stderr,
+                   "drop_capabilities": drop_capabilities, "timeout": TIMEOUT, "address_space": ADDRESS_SPACE_LIMIT}
         self.process.stdin.write(json.dumps(request).encode() + b"\n")
         self.process.stdin.flush()
         answer = json.loads(self._readline(TIMEOUT + 60))
@@ -207,9 +224,12 @@ def _run_fresh(args: list[str], cwd: Path, stdin_arg: object, out, err, feeder) 
 
 
 def run_measured(*args: str, cwd: Path, stdin: bytes | None = None, stdin_file: str | None = None,
-                 feeder: Callable[[object], None] | None = None, uid: int | None = None,
-                 fresh: bool = False) -> Measured:
-    """Run the auditor on ARGS in its own process: exit code, output, wall time and peak RSS."""
+                 feeder: Callable[[object], None] | None = None,
+                 fresh: bool = False, unprivileged: bool = False) -> Measured:
+    """Run the auditor on ARGS in its own process: exit code, output, wall time and peak RSS.
+
+    `unprivileged`: as root, without the capabilities that override file modes (see DROP_CAPABILITIES).
+    """
     with tempfile.TemporaryDirectory(prefix="audit-run-") as tmp:
         os.chmod(tmp, 0o777)
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
@@ -243,7 +263,8 @@ def run_measured(*args: str, cwd: Path, stdin: bytes | None = None, stdin_file: 
                         pass
 
                 threading.Thread(target=feed, daemon=True).start()
-            answer = _ZYGOTE[0].run(list(args), cwd, stdin_path, out_path, err_path, uid)
+            answer = _ZYGOTE[0].run(list(args), cwd, stdin_path, out_path, err_path,
+                                    drop_capabilities=unprivileged and os.geteuid() == 0)
             code, seconds, rss = answer["code"], answer["seconds"], answer["max_rss_kb"] / 1024
         measured = Measured(code, Path(out_path).read_bytes().decode("utf-8", "replace"),
                             Path(err_path).read_bytes().decode("utf-8", "replace"), seconds, rss)
@@ -638,19 +659,20 @@ def test_more_files_than_max_files_is_refused(tmp_path: Path, reports) -> None:
 # --- permissions ------------------------------------------------------------------------------
 
 
-def _unprivileged() -> int | None:
-    """The uid to run as: None when not root (chmod is enough), nobody when root (root reads everything)."""
-    if os.geteuid() != 0:
-        return None
-    probe = run_measured("--version", cwd=ROOT, uid=NOBODY)
-    if probe.code != 0:
-        pytest.skip(f"running as root and the auditor cannot run as nobody: {probe.stderr[-200:]}")
-    return NOBODY
+def _require_permission_checks(shared_tmp: Path) -> None:
+    """Skip when even an unprivileged run reads a mode-000 file (a file system that ignores modes)."""
+    probe = shared_tmp / "probe.yaml"
+    probe.write_text(SERVICE, encoding="utf-8")
+    probe.chmod(0o000)
+    result = run_measured(str(probe), cwd=shared_tmp, unprivileged=True)
+    probe.unlink()
+    if result.code != 2 or "Permission denied" not in result.stderr:
+        pytest.skip(f"file modes are not enforced here (exit {result.code}: {result.stderr[-200:]})")
 
 
 @pytest.fixture
 def shared_tmp():
-    """A temporary folder another user can traverse (pytest's tmp_path is private to root)."""
+    """A temporary folder whose mode bits the test sets (pytest's tmp_path is left alone)."""
     path = Path(tempfile.mkdtemp(prefix="audit-perm-"))
     path.chmod(0o755)
     yield path
@@ -661,40 +683,68 @@ def shared_tmp():
 
 
 def test_unreadable_file_folder_and_path(shared_tmp: Path) -> None:
-    user = _unprivileged()
+    """Runs as the same user, unprivileged: it reads the checkout wherever it lives, and not these files."""
+    _require_permission_checks(shared_tmp)
     out = shared_tmp / "out"
     out.mkdir()
     out.chmod(0o777)
     report_args = ("--json", str(out / "audit.json"))
 
+    def run(path: Path) -> Measured:
+        return run_measured(str(path), *report_args, cwd=shared_tmp, unprivileged=True)
+
     unreadable = shared_tmp / "secret.yaml"
     unreadable.write_text(SERVICE, encoding="utf-8")
     unreadable.chmod(0o000)
-    result = run_measured(str(unreadable), *report_args, cwd=ROOT, uid=user)
-    assert_refused(result, f"{unreadable}:", "cannot read: Permission denied")
+    assert_refused(run(unreadable), f"{unreadable}:", "cannot read: Permission denied")
 
     folder = shared_tmp / "locked"
     folder.mkdir()
     (folder / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     folder.chmod(0o000)
-    result = run_measured(str(folder), *report_args, cwd=ROOT, uid=user)
-    assert_refused(result, f"{folder}:", "cannot read folder: Permission denied")
+    assert_refused(run(folder), f"{folder}:", "cannot read folder: Permission denied")
 
     inside = shared_tmp / "closed" / "svc.yaml"  # a folder that can be listed but not traversed
     inside.parent.mkdir()
     inside.write_text(SERVICE, encoding="utf-8")
     inside.parent.chmod(0o644)
-    result = run_measured(str(inside), *report_args, cwd=ROOT, uid=user)
-    assert_refused(result, f"{inside}:", "cannot read: Permission denied")
+    assert_refused(run(inside), f"{inside}:", "cannot read: Permission denied")
 
     nested = shared_tmp / "repo"
     (nested / "team").mkdir(parents=True)
     (nested / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team" / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team").chmod(0o000)
-    result = run_measured(str(nested), *report_args, cwd=ROOT, uid=user)
-    assert_refused(result, f"{nested / 'team'}:", "cannot read folder: Permission denied")
+    assert_refused(run(nested), f"{nested / 'team'}:", "cannot read folder: Permission denied")
     assert list(out.iterdir()) == []
+    readable = shared_tmp / "readable.yaml"
+    readable.write_text(SERVICE, encoding="utf-8")
+    ok = run(readable)
+    assert ok.code == 0 and ok.stderr == "", ok  # the auditor's own files were readable all along
+
+
+@pytest.mark.parametrize("own_file", ["auditor_rules/index.json", "auditor/data/exceptions.schema.json",
+                                      "auditor/data/exceptions.yaml"])
+def test_the_auditors_own_unreadable_data_is_named_exit_2(shared_tmp: Path, own_file: str) -> None:
+    """An installation the user cannot read (a data file of mode 000): a setup error naming the file, not a bug."""
+    _require_permission_checks(shared_tmp)
+    installed = shared_tmp / "site"
+    shutil.copytree(ROOT / "auditor", installed / "auditor", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "rules", installed / "auditor_rules", ignore=shutil.ignore_patterns("__pycache__"))
+    (installed / own_file).chmod(0o000)
+    manifest = shared_tmp / "svc.yaml"
+    manifest.write_text(SERVICE, encoding="utf-8")
+    # The copy is imported first; as root, capabilities are dropped after exec (exec gives root them back).
+    program = (DROP_CAPABILITIES + ("drop_capabilities()\n" if os.geteuid() == 0 else "")
+               + f"import sys\nsys.path.insert(0, {str(installed)!r})\nfrom auditor.cli import main\nmain(sys.argv[1:])\n")
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("AUDIT_DEBUG", None)
+    completed = subprocess.run([sys.executable, "-c", program, str(manifest)], capture_output=True, text=True,
+                               cwd=shared_tmp, env=env, timeout=TIMEOUT)
+    assert completed.returncode == 2, (completed.returncode, completed.stderr)
+    assert completed.stderr.startswith(f"audit: error: {installed / own_file}: "), completed.stderr
+    assert "Permission denied" in completed.stderr and "internal error" not in completed.stderr
+    assert len(completed.stderr.splitlines()) == 1 and completed.stdout == ""
 
 
 # --- standard input ---------------------------------------------------------------------------
@@ -771,3 +821,63 @@ def test_forked_and_fresh_runs_agree(tmp_path: Path) -> None:
         fresh = run_measured(*args, cwd=tmp_path, fresh=True)
         assert (forked.code, forked.stdout, forked.stderr) == (fresh.code, fresh.stdout, fresh.stderr)
         assert fresh.max_rss_mb < 200 and fresh.seconds < MAX_SECONDS, fresh
+
+
+# --- huge strings in the text report (issue 10, item 7) ------------------------------------------
+
+HUGE_NAME = 2_000_000
+
+
+def _huge_name_service(tmp_path: Path) -> Path:
+    path = tmp_path / "huge-name.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Service",
+                                "metadata": {"name": "n" * (HUGE_NAME - 1) + "z", "namespace": "app"},
+                                "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}), encoding="utf-8")
+    return path
+
+
+def test_text_report_lays_out_bounded_cells_whatever_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work of the table layout (wrapping each cell) is counted: bounded by the caps, not by the input.
+
+    Wrapping one unbroken 1.6 MB name cost 67 s (quadratic in its length); capped, the cells handed to the
+    layout are the same few hundred characters for a 2 MB name as for a 2 KB one.
+    """
+    from auditor.report import text
+    from tests.conftest import audit_text
+
+    result = audit_text(tmp_path, _huge_name_service(tmp_path).read_text(encoding="utf-8"), name="input.json",
+                        rules=("lb-service-not-excepted",))
+    laid_out: list[str] = []
+    layout = text.tabulate
+
+    def counting_layout(rows, **options):  # type: ignore[no-untyped-def]
+        laid_out.extend(str(cell) for row in rows for cell in row)
+        return layout(rows, **options)
+
+    monkeypatch.setattr(text, "tabulate", counting_layout)
+    report = text.render(result)
+    assert laid_out, "the finding went through the table layout"
+    assert sum(len(cell) for cell in laid_out) < 2 * text.OBJECT_LIMIT + text.WHERE_LIMIT + 200, max(map(len, laid_out))
+    assert len(report) < 20_000
+    shown = report.replace("\n", "").replace(" ", "")
+    assert "Service/app/nnnn" in shown and "nnnz" in shown, "head and tail of the name stay visible"
+    assert "characterselided" in shown
+
+
+def test_elide_keeps_head_tail_and_says_how_much_is_left_out() -> None:
+    from auditor.report.text import elide
+
+    assert elide("short", 10) == "short"
+    assert elide("x" * 10, 10) == "x" * 10
+    long = "h" * 500 + "m" * 1_000_000 + "t" * 500
+    shown = elide(long, 400)
+    assert len(shown) <= 400 + 10
+    assert shown.startswith("h" * 200) and shown.endswith("t" * 90)
+    assert f"[... {len(long) - 360:,} characters elided ...]" in shown
+
+
+def test_two_megabyte_name_in_the_text_report_end_to_end(tmp_path: Path) -> None:
+    result = run_measured(str(_huge_name_service(tmp_path)), "--rule", "lb-service-not-excepted", cwd=tmp_path)
+    assert result.code == 1 and result.stderr == "", (result.code, result.stderr)
+    assert "characters elided" in result.stdout.replace("\n", " ") and len(result.stdout) < 20_000
+    assert result.max_rss_mb < MAX_RSS_MB

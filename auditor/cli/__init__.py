@@ -66,6 +66,22 @@ def cli() -> None:
     """Audit a Kubernetes cluster's Cilium-based exposure for drift and compliance."""
 
 
+def _own_data_file(error: BaseException) -> str | None:
+    """The auditor's own file (rule index, schema, bundled list) an OSError is about, if it is one.
+
+    When the installation cannot be read by the user running it (a checkout under
+    a folder others cannot enter), that is a setup error to name, not an auditor bug.
+    """
+    filename = getattr(error, "filename", None) if isinstance(error, OSError) else None
+    if not isinstance(filename, str):
+        return None
+    roots = [os.path.dirname(os.path.abspath(module.__file__))
+             for module in (sys.modules.get("auditor"), sys.modules.get("auditor_rules"))
+             if module is not None and getattr(module, "__file__", None)]
+    path = os.path.abspath(filename)
+    return path if any(os.path.commonpath([path, root]) == root for root in roots) else None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line per error, documented exit codes, no tracebacks."""
     try:
@@ -87,6 +103,12 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as error:  # an auditor bug: still one line, and never a pass
+        own = _own_data_file(error)
+        if own is not None:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            click.echo(f"audit: error: {own}: cannot read the auditor's own data: {reason} "
+                       "(the installation must be readable by the user running audit)", err=True)
+            sys.exit(EXIT_USAGE)
         if os.environ.get("AUDIT_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else ""
