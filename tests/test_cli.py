@@ -306,3 +306,59 @@ def test_fleet_rule_with_failed_findings_is_headed_failed_when_another_cluster_e
     assert "FAILED lb-service-not-excepted (error)" in text and "EXCEPTED" not in text
     assert "  fix: Change the Service to type ClusterIP" in text
     assert "ERROR lb-service-not-excepted: prod: services: HTTP 403" in text
+
+
+# --- zero rules (issue 10, item 10) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command, extra", [
+    ((), ()),
+    ((), ("--require-complete",)),
+    (("live",), ("--kubeconfig", "/nonexistent/kubeconfig")),  # refused before any cluster is contacted
+], ids=["offline", "require-complete", "live"])
+def test_selecting_no_rule_is_a_usage_error_not_a_pass(tmp_path: Path, command: tuple[str, ...],
+                                                       extra: tuple[str, ...]) -> None:
+    json_path = tmp_path / "audit.json"
+    paths = () if command else (str(CLEAN),)
+    result = run_cli(*command, *paths, "--rule", "lb-service-not-excepted", "--skip-rule", "lb-service-not-excepted",
+                     "--json", str(json_path), *extra)
+    assert result.code == 2, result
+    assert result.stderr == "audit: error: no rule selected: --rule/--skip-rule leave nothing to run (see `audit rules`)\n"
+    assert result.stdout == "" and not json_path.exists()
+
+
+# --- hostile baselines (issue 10, item 11) ----------------------------------------------------------
+
+
+def _baseline_with(tmp_path: Path, old: str, new: str) -> Path:
+    report = run_cli(str(DRIFTED), "--format", "json", *AS_OF).stdout
+    assert old in report
+    path = tmp_path / "baseline.json"
+    path.write_text(report.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def test_baseline_with_a_five_thousand_digit_integer_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = _baseline_with(tmp_path, '"ignoredDocuments": 0', '"ignoredDocuments": ' + "9" * 5000)
+    line = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "9" * 5000 in text)
+    for args in ((str(DRIFTED), "--baseline", str(path), *AS_OF), ("diff", str(path), str(path))):
+        result = run_cli(*args)
+        assert result.code == 2, result
+        assert result.stderr.endswith(f"{path}:{line}: baseline holds an integer too large to read (5,000 digits)\n"
+                                      if args[0] != "diff" else
+                                      f"{path}:{line}: report holds an integer too large to read (5,000 digits)\n")
+        assert result.stdout == ""
+
+
+@pytest.mark.parametrize("old, new, code", [('"asOf": "2026-11-29"', '"asOf": "2026-11-29\\ud800"', "\\ud800"),
+                                            ('"name": "mailpit-smtp"', '"name": "mailpit\\udc00smtp"', "\\udc00")],
+                         ids=["asOf", "object-name"])
+def test_baseline_with_a_lone_surrogate_is_refused_in_one_line(tmp_path: Path, old: str, new: str, code: str) -> None:
+    path = _baseline_with(tmp_path, old, new)
+    line = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if code in text)
+    for output in ("text", "json"):
+        result = run_cli(str(DRIFTED), "--baseline", str(path), "--format", output, *AS_OF)
+        assert result.code == 2, result
+        assert result.stderr == (f"audit: error: {path}:{line}: baseline is not valid: a string holds a lone UTF-16 "
+                                 f"surrogate {code}\n")
+        assert result.stdout == ""

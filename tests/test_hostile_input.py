@@ -24,6 +24,7 @@ import json
 import os
 import resource
 import select
+import stat
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -881,3 +882,211 @@ def test_two_megabyte_name_in_the_text_report_end_to_end(tmp_path: Path) -> None
     assert result.code == 1 and result.stderr == "", (result.code, result.stderr)
     assert "characters elided" in result.stdout.replace("\n", " ") and len(result.stdout) < 20_000
     assert result.max_rss_mb < MAX_RSS_MB
+
+
+# --- report destinations (issue 10, item 4) ------------------------------------------------------
+# Never the real /dev/null as a file: devices are made in tmp when allowed, reached through a tmp
+# symlink, and /dev/null itself is written only after the stream path has been shown not to replace.
+
+
+def _manifest(tmp_path: Path) -> Path:
+    path = tmp_path / "svc.yaml"
+    path.write_text(SERVICE, encoding="utf-8")
+    return path
+
+
+def _same_node(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_dev, before.st_ino, before.st_mode, before.st_rdev) == (
+        after.st_dev, after.st_ino, after.st_mode, after.st_rdev)
+
+
+def test_report_into_a_fifo_is_streamed_and_the_fifo_stays(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader is there; the small report fits the pipe
+    try:
+        result = run_measured(str(_manifest(tmp_path)), "--rule", "lb-service-not-excepted", "--json", str(fifo),
+                              cwd=tmp_path)
+        received = b""
+        while chunk := os.read(reader, 65536):
+            received += chunk
+    finally:
+        os.close(reader)
+    assert result.code == 0 and result.stderr == "", result
+    assert json.loads(received)["summary"]["exitCode"] == 0
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo", "svc.yaml"], "no temporary file left"
+
+
+def test_fifo_nobody_reads_is_refused_without_hanging_and_nothing_is_written(tmp_path: Path, reports) -> None:
+    fifo = tmp_path / "nobody.fifo"
+    os.mkfifo(fifo)
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--sarif", str(fifo)))
+    assert_refused(result, f"{fifo}: cannot write sarif report: it is a FIFO that nothing reads")
+    reports.untouched()  # --json and --junit were opened (temporary files) before the FIFO failed: all undone
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_symlinked_report_paths_are_refused_and_their_targets_untouched(tmp_path: Path, reports) -> None:
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n", encoding="utf-8")
+    link = tmp_path / "report.md"
+    os.symlink(precious, link)
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--markdown", str(link)))
+    assert_refused(result, f"{link}: cannot write markdown report: it is a symbolic link (to {precious})")
+    assert precious.read_text(encoding="utf-8") == "keep me\n" and os.path.islink(link)
+    dangling = tmp_path / "dangling.json"
+    os.symlink(tmp_path / "nowhere" / "x.json", dangling)
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--prometheus", str(dangling)))
+    assert_refused(result, f"{dangling}: cannot write prometheus report: a symbolic link to nothing usable")
+    assert not (tmp_path / "nowhere").exists()
+    reports.untouched()
+
+
+def test_a_socket_is_refused_not_replaced(tmp_path: Path, reports) -> None:
+    import socket
+
+    path = tmp_path / "report.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--sarif", str(path)))
+    assert_refused(result, f"{path}: cannot write sarif report: it is a socket")
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
+    reports.untouched()
+
+
+def test_character_devices_are_written_as_streams_never_replaced(tmp_path: Path) -> None:
+    manifest = str(_manifest(tmp_path))
+    null = os.stat("/dev/null")
+    made = tmp_path / "null"
+    try:
+        os.mknod(made, stat.S_IFCHR | 0o666, null.st_rdev)  # a second node of the null device, ours to lose
+    except PermissionError:
+        made = None  # type: ignore[assignment]
+    if made is not None:
+        before = os.lstat(made)
+        result = run_measured(manifest, "--json", str(made), "--junit", str(made), cwd=tmp_path)
+        assert result.code == 0 and result.stderr == "", result  # two reports to one device corrupt nothing
+        assert _same_node(before, os.lstat(made)), "the device node was replaced"
+    link = tmp_path / "null.json"  # a symlink to the system's /dev/null: followed, as a stream
+    os.symlink("/dev/null", link)
+    result = run_measured(manifest, "--json", str(link), cwd=tmp_path)
+    assert result.code == 0 and result.stderr == "", result
+    assert os.readlink(link) == "/dev/null" and _same_node(null, os.stat("/dev/null"))
+    # Shown not to replace a device above: only now /dev/null itself, as the issue reported it.
+    result = run_measured(manifest, "--json", "/dev/null", "--sarif", "/dev/null", cwd=tmp_path)
+    assert result.code == 0 and result.stderr == "", result
+    assert _same_node(null, os.stat("/dev/null")), "/dev/null was replaced"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["svc.yaml", "null.json", *(["null"] if made else [])])
+
+
+def test_a_report_file_the_user_may_not_write_is_refused(shared_tmp: Path) -> None:
+    _require_permission_checks(shared_tmp)
+    readonly = shared_tmp / "audit.json"
+    readonly.write_text('{"kept": true}\n', encoding="utf-8")
+    readonly.chmod(0o444)  # in a folder the user may write: replacing it by rename would succeed
+    result = run_measured(str(_manifest(shared_tmp)), "--json", str(readonly), cwd=shared_tmp, unprivileged=True)
+    assert_refused(result, f"{readonly}: cannot write json report: Permission denied")
+    assert readonly.read_text(encoding="utf-8") == '{"kept": true}\n'
+
+
+@pytest.mark.parametrize("name", ["json", "junit", "sarif", "markdown", "prometheus"])
+def test_dash_is_standard_output_for_every_report_option(tmp_path: Path, name: str) -> None:
+    manifest = str(_manifest(tmp_path))
+    as_format = run_measured(manifest, "--format", name, "--as-of", "2026-11-29", cwd=tmp_path)
+    dash = run_measured(manifest, f"--{name}", "-", "--as-of", "2026-11-29", cwd=tmp_path)
+    dev_stdout = run_measured(manifest, f"--{name}", "/dev/stdout", "--as-of", "2026-11-29", cwd=tmp_path)
+    assert as_format.code == dash.code == dev_stdout.code == 0, (dash, dev_stdout)
+
+    def timeless(text: str) -> str:  # Prometheus' last-run gauge is the one value that changes
+        return "\n".join(line for line in text.splitlines() if "_last_run_timestamp_seconds " not in line)
+
+    assert timeless(dash.stdout) == timeless(as_format.stdout) == timeless(dev_stdout.stdout) and dash.stderr == ""
+    assert dash.stdout.strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["svc.yaml"], "no file named - (or anything else) written"
+
+
+@pytest.mark.parametrize("extra, problem", [
+    (("--json", "-", "--format", "text"), "two reports to standard output (--format text and --json -)"),
+    (("--json", "-", "--sarif", "-"), "two reports to standard output (--json - and --sarif -)"),
+    (("--format", "json", "--json", "/dev/stdout"), "two reports to standard output (--format json and --json /dev/stdout)"),
+    (("--markdown", "same.out", "--prometheus", "./same.out"), "./same.out: --markdown same.out and --prometheus "
+                                                               "./same.out would both be written there"),
+], ids=["format-and-dash", "two-dashes", "format-and-dev-stdout", "one-file-twice"])
+def test_two_reports_in_one_place_are_usage_errors(tmp_path: Path, reports, extra: tuple[str, ...], problem: str) -> None:
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=extra)
+    assert_refused(result, problem)
+    reports.untouched()
+    assert not (tmp_path / "same.out").exists()
+
+
+def test_report_to_the_file_standard_output_goes_to_is_that_output(tmp_path: Path) -> None:
+    """`audit ... --json out.json > out.json`: one report, not a file replaced under the shell's redirection."""
+    out = tmp_path / "out.json"
+    with open(out, "wb") as stream:
+        completed = subprocess.run([sys.executable, "-m", "auditor", str(_manifest(tmp_path)), "--json", str(out)],
+                                   stdout=stream, stderr=subprocess.PIPE, cwd=tmp_path, timeout=TIMEOUT,
+                                   env={**os.environ, "NO_COLOR": "1"})
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["summary"]["exitCode"] == 0
+
+
+def test_a_bad_destination_among_several_leaves_nothing_written(tmp_path: Path, reports) -> None:
+    """Checked first (a link is refused before the input is read), opened next (a FIFO without reader)."""
+    link = tmp_path / "link.sarif"
+    os.symlink(tmp_path / "elsewhere.sarif", link)
+    (tmp_path / "elsewhere.sarif").write_text("old\n", encoding="utf-8")
+    fresh = tmp_path / "new" / "deeper" / "audit.md"
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--markdown", str(fresh), "--sarif", str(link)))
+    assert_refused(result, f"{link}: cannot write sarif report: it is a symbolic link")
+    fifo = tmp_path / "late.fifo"
+    os.mkfifo(fifo)
+    result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--markdown", str(fresh), "--sarif", str(fifo)))
+    assert_refused(result, f"{fifo}: cannot write sarif report: it is a FIFO that nothing reads")
+    reports.untouched()
+    assert not (tmp_path / "new").exists(), "folders made for a report are removed when the run writes nothing"
+    assert (tmp_path / "elsewhere.sarif").read_text(encoding="utf-8") == "old\n"
+
+
+# --- closed and broken standard streams (issue 10, item 11) ------------------------------------------
+
+
+def _run_with_closed(fd: int, *args: str, cwd: Path, stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("AUDIT_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "auditor", *args], stdin=subprocess.DEVNULL, stdout=stdout,
+                          stderr=subprocess.PIPE, cwd=cwd, env=env, timeout=TIMEOUT, preexec_fn=lambda: os.close(fd))
+
+
+def test_closed_standard_output_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
+    report = tmp_path / "audit.json"
+    completed = _run_with_closed(1, str(_manifest(tmp_path)), "--json", str(report), cwd=tmp_path, stdout=None)
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stderr.decode() == ("audit: error: standard output is closed: nowhere to write the text report "
+                                         "(redirect it, e.g. >/dev/null, rather than closing it)\n")
+    assert not report.exists()
+
+
+def test_closed_standard_input_is_an_input_error_only_when_read(tmp_path: Path) -> None:
+    completed = _run_with_closed(0, "-", cwd=tmp_path)
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stderr.decode().startswith("audit: error: <stdin>: standard input is closed")
+    assert completed.stdout == b""
+    not_read = _run_with_closed(0, str(_manifest(tmp_path)), cwd=tmp_path)
+    assert not_read.returncode == 0 and not_read.stderr == b"", not_read.stderr
+
+
+def test_a_reader_that_goes_away_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    """`audit ... | head`: the verdict stands (a failing audit must not exit 0 because head stopped reading)."""
+    manifest = tmp_path / "nodeport.yaml"
+    manifest.write_text(SERVICE.replace("ClusterIP", "NodePort"), encoding="utf-8")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: the first write gets EPIPE
+    try:
+        completed = subprocess.run([sys.executable, "-m", "auditor", str(manifest)], stdout=write_end,
+                                   stderr=subprocess.PIPE, cwd=tmp_path, timeout=TIMEOUT,
+                                   env={**os.environ, "NO_COLOR": "1"})
+    finally:
+        os.close(write_end)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr == b""

@@ -215,7 +215,13 @@ def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> Non
     write_outputs([(destination, files[destination.path]) for _, destination in destinations
                    if destination.kind is not DestinationKind.STDOUT])
     # click strips ANSI codes when stdout is not a terminal; --color forces them.
-    click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
+    try:
+        click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `audit ... | head`: the reader stopped reading. That changes nothing about the verdict, so the
+        # run still exits with it (a failing audit piped into head must not exit 0).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
