@@ -23,6 +23,7 @@ written, nothing is (exit 2), and no temporary file stays behind.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import fcntl
@@ -30,8 +31,9 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Iterable
+from typing import IO
 
 from auditor.errors import AuditError
 
@@ -291,28 +293,20 @@ class Outputs:
             raise item.destination.error(error.strerror or str(error)) from None
         finally:
             if item.destination.kind is not DestinationKind.STDOUT:
-                try:
+                with contextlib.suppress(OSError):
                     item.stream.close()
-                except OSError:
-                    pass
 
     def _discard(self) -> None:
         for item in self._opened:
             if item.destination.kind is not DestinationKind.STDOUT:
-                try:
+                with contextlib.suppress(OSError):
                     item.stream.close()
-                except OSError:
-                    pass
             if item.temporary is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(item.temporary)
-                except OSError:
-                    pass
         for folder in reversed(self._created):
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(folder)
-            except OSError:
-                pass
 
 
 def write_outputs(items: list[tuple[Destination, Content]], *, mode: int = 0o644) -> None:

@@ -21,8 +21,8 @@ Designed for what comes next:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from auditor.model import K8sObject, ObjectRef, Source
 

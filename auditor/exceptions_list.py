@@ -17,10 +17,11 @@ import datetime as dt
 import enum
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import translate
 from importlib import resources
-from typing import Callable, Mapping, Pattern
+from re import Pattern
 
 from auditor.config_files import load_validated
 from auditor.errors import ConfigError

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from auditor.config_files import load_schema
-from tests.conftest import FIXTURES, ROOT, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 DRIFTED = FIXTURES / "clusters" / "drifted.json"
 CLEAN = FIXTURES / "clusters" / "clean.json"
@@ -19,11 +20,13 @@ POSTURE = FIXTURES / "clusters" / "bench-posture.yaml"
 AS_OF = ("--as-of", "2026-11-29", "--posture", str(POSTURE))
 
 
-def _json_report(*args: str) -> tuple[int, dict]:
+def _json_report(*args: str) -> tuple[int, dict[str, Any]]:
     result = run_cli(*args, "--format", "json", *AS_OF)
     assert "Traceback" not in result.stderr, result.stderr
     report = json.loads(result.stdout)
-    jsonschema.Draft202012Validator(load_schema("report.schema.json"), format_checker=jsonschema.FormatChecker()).validate(report)
+    validator = jsonschema.Draft202012Validator(load_schema("report.schema.json"),
+                                                format_checker=jsonschema.FormatChecker())
+    validator.validate(report)
     return result.code, report
 
 
@@ -44,9 +47,11 @@ def test_drifted_cluster_fails_with_exit_1_and_names_every_drift() -> None:
         ("nodeport-service-not-excepted", "Service", "mlflow", "mlflow-nodeport"),
     }
     excepted = {(f["object"]["name"], f["exception"]["name"]) for f in report["findings"] if f["status"] == "excepted"}
-    assert excepted == {("cilium-gateway-edge", "gateway-services"), ("kubernetes-dashboard-nodeport", "kubernetes-dashboard")}
+    assert excepted == {("cilium-gateway-edge", "gateway-services"),
+                        ("kubernetes-dashboard-nodeport", "kubernetes-dashboard")}
     assert report["summary"]["complete"] is True
-    assert {e["name"]: e["status"] for e in report["exceptions"]} == {"kubernetes-dashboard": "used", "gateway-services": "used"}
+    statuses = {e["name"]: e["status"] for e in report["exceptions"]}
+    assert statuses == {"kubernetes-dashboard": "used", "gateway-services": "used"}
 
 
 def test_findings_point_at_file_and_line() -> None:
@@ -76,7 +81,8 @@ def test_fail_on_threshold() -> None:
 def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
     services_only = tmp_path / "svc.json"
     report = json.loads(DRIFTED.read_text(encoding="utf-8"))
-    report["items"] = [item for item in report["items"] if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
+    report["items"] = [item for item in report["items"]
+                       if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
     services_only.write_text(json.dumps(report), encoding="utf-8")
     relaxed = run_cli(str(services_only), *AS_OF)
     assert relaxed.code == 0, relaxed.stdout
@@ -88,7 +94,8 @@ def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
 
 
 def test_usage_errors_are_exit_2_one_line() -> None:
-    for args in (["--rule", "no-such-rule", str(CLEAN)], ["--format", "yaml", str(CLEAN)], ["--as-of", "yesterday", str(CLEAN)]):
+    for args in (["--rule", "no-such-rule", str(CLEAN)], ["--format", "yaml", str(CLEAN)],
+                 ["--as-of", "yesterday", str(CLEAN)]):
         result = run_cli(*args)
         assert result.code == 2, (args, result)
         assert "Traceback" not in result.stderr
@@ -116,7 +123,7 @@ def test_yaml_dump_gives_the_same_verdict_as_json(tmp_path: Path) -> None:
     as_yaml.write_text(yaml.safe_dump(json.loads(DRIFTED.read_text(encoding="utf-8"))), encoding="utf-8")
     _, from_json = _json_report(str(DRIFTED))
     _, from_yaml = _json_report(str(as_yaml))
-    def strip(report: dict) -> list:
+    def strip(report: dict[str, Any]) -> list[tuple[Any, ...]]:
         # Messages cite where cilium-config was read: the file and line differ by format.
         return [(f["rule"], f["status"], f["object"], re.sub(r"\([^()]*:\d+\)", "(where)", f["message"]))
                 for f in report["findings"]]
@@ -159,7 +166,8 @@ def test_folder_input_reports_relative_files(tmp_path: Path) -> None:
         "# smtp for the LAN\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: smtp\n  namespace: mail\n"
         "spec:\n  type: LoadBalancer\n  ports:\n    - port: 25\n", encoding="utf-8")
     (tree / "apps" / "mail" / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [service.yaml]\n", encoding="utf-8")
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [service.yaml]\n",
+        encoding="utf-8")
     (tree / ".git").mkdir()
     (tree / ".git" / "junk.yaml").write_text("{{ not yaml", encoding="utf-8")
     result = run_cli("repo", "--format", "json", "--rule", "lb-service-not-excepted", *AS_OF, cwd=tmp_path)
@@ -177,7 +185,8 @@ def test_rules_and_explain() -> None:
     assert ids == sorted(ids) and "etp-local-under-l2" in ids
     explained = run_cli("explain", "etp-local-under-l2")
     assert explained.code == 0
-    assert "Why" in explained.stdout and "Fix" in explained.stdout and "externalTrafficPolicy: Local" in explained.stdout
+    assert "Why" in explained.stdout and "Fix" in explained.stdout
+    assert "externalTrafficPolicy: Local" in explained.stdout
     assert run_cli("explain", "nope").code == 2
 
 
@@ -244,8 +253,10 @@ def test_duplicate_identities_are_visible_in_every_format(tmp_path: Path, schema
         (tmp_path / "repo" / folder).mkdir(parents=True)
         (tmp_path / "repo" / folder / "svc.yaml").write_text(LB_EDGE, encoding="utf-8")
     args = ("repo", "--rule", "lb-service-not-excepted", "--as-of", "2026-11-29")
-    outputs = {name: run_cli(*args, "--format", name, cwd=tmp_path) for name in ("text", "json", "junit", "sarif", "markdown")}
-    assert {result.code for result in outputs.values()} == {1}, outputs  # the two findings fail; duplicates change nothing
+    outputs = {name: run_cli(*args, "--format", name, cwd=tmp_path)
+               for name in ("text", "json", "junit", "sarif", "markdown")}
+    # The two findings fail; the duplicate itself changes nothing.
+    assert {result.code for result in outputs.values()} == {1}, outputs
     assert ("warning: Service/app/edge is defined 2 times in the input (repo/base/svc.yaml:1, repo/overlay/svc.yaml:1)"
             in outputs["text"].stdout)
     report = json.loads(outputs["json"].stdout)
@@ -260,7 +271,8 @@ def test_duplicate_identities_are_visible_in_every_format(tmp_path: Path, schema
     assert not errors, errors[:3]
     (case,) = [c for c in ET.fromstring(outputs["junit"].stdout).iter("testcase") if c.get("classname") == "(input)"]
     assert case.get("name") == "duplicate Service/app/edge"
-    assert "repo/base/svc.yaml:1, repo/overlay/svc.yaml:1" in case.find("skipped").get("message")
+    skipped = case.find("skipped")
+    assert skipped is not None and "repo/base/svc.yaml:1, repo/overlay/svc.yaml:1" in skipped.get("message", "")
     sarif = json.loads(outputs["sarif"].stdout)
     sarif_schema = json.loads((schemas / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(sarif_schema).validate(sarif)
@@ -297,7 +309,8 @@ def test_fleet_rule_with_failed_findings_is_headed_failed_when_another_cluster_e
     rules = registry.select(registry.load_rules(plugins=False), ["lb-service-not-excepted"])
     none = exceptions_list.ExceptionList("(none)", [])
     lab = engine.run(read_paths([str(tmp_path / "svc.yaml")]), rules, none, Posture(), as_of=AS_OF_DATE)
-    unreadable = Snapshot.build([], mode="snapshot", listed={"Service": Coverage(CoverageState.FAILED, "services: HTTP 403")})
+    forbidden = Coverage(CoverageState.FAILED, "services: HTTP 403")
+    unreadable = Snapshot.build([], mode="snapshot", listed={"Service": forbidden})
     prod = engine.run(unreadable, rules, none, Posture(), as_of=AS_OF_DATE)
     clusters = [ClusterInfo(context="lab", extra={"name": "lab"}), ClusterInfo(context="prod", extra={"name": "prod"})]
     merged = merge_fleet([("lab", lab), ("prod", prod)], Snapshot.build([], mode="fleet", clusters=clusters))
@@ -323,7 +336,8 @@ def test_selecting_no_rule_is_a_usage_error_not_a_pass(tmp_path: Path, command: 
     result = run_cli(*command, *paths, "--rule", "lb-service-not-excepted", "--skip-rule", "lb-service-not-excepted",
                      "--json", str(json_path), *extra)
     assert result.code == 2, result
-    assert result.stderr == "audit: error: no rule selected: --rule/--skip-rule leave nothing to run (see `audit rules`)\n"
+    assert result.stderr == ("audit: error: no rule selected: --rule/--skip-rule leave nothing to run "
+                             "(see `audit rules`)\n")
     assert result.stdout == "" and not json_path.exists()
 
 

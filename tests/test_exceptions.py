@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from auditor import exceptions_list
+from auditor.engine import AuditResult
 from auditor.errors import ConfigError
 from auditor.model import Finding, ObjectRef, Source
 from tests.conftest import FIXTURES, ROOT, audit_text, run_cli
@@ -37,14 +38,18 @@ def _load(tmp_path: Path, text: str) -> exceptions_list.ExceptionList:
     [
         ("exceptions:\n  - name: dash\n    rules: [lb-service-not-excepted]\n    match: {namespace: x}\n",
          r":2: exception list: exceptions\[0\] \(dash\): 'reason' is a required property"),
-        ("exceptions:\n  - name: dash\n    rules: [lb-service-not-excepted]\n    reason: r\n    match:\n      namspace: x\n",
-         r":6: exception list: exceptions\[0\] \(dash\)\.match: Additional properties are not allowed \('namspace' was unexpected\)"),
+        ("exceptions:\n  - name: dash\n    rules: [lb-service-not-excepted]\n    reason: r\n"
+         "    match:\n      namspace: x\n",
+         r":6: exception list: exceptions\[0\] \(dash\)\.match: "
+         r"Additional properties are not allowed \('namspace' was unexpected\)"),
         ("exceptions:\n  - name: ok\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: a}\n"
-         "  - name: late\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: b}\n    expires: 31/12/2026\n",
+         "  - name: late\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: b}\n"
+         "    expires: 31/12/2026\n",
          r":10: exception list: exceptions\[1\] \(late\)\.expires: '31/12/2026' is not a 'date'"),
         ("exceptions:\n  - name: Bad_Name\n    rules: [x]\n    reason: r\n    match: {name: a}\n",
          r":2: exception list: exceptions\[0\] \(Bad_Name\)\.name: 'Bad_Name' does not match"),
-        ("exception:\n  - name: a\n", r":1: exception list: \(top level\): Additional properties are not allowed \('exception' was unexpected\)"),
+        ("exception:\n  - name: a\n",
+         r":1: exception list: \(top level\): Additional properties are not allowed \('exception' was unexpected\)"),
         ("exceptions:\n  - name: a\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {}\n",
          r":5: exception list: exceptions\[0\] \(a\)\.match: \{\} should be non-empty"),
         ("exceptions: [\n", r":2: exception list: invalid YAML"),
@@ -61,14 +66,16 @@ def test_duplicate_names_and_unknown_rules_are_refused(tmp_path: Path) -> None:
     entry = "  - name: same\n    rules: [lb-service-not-excepted]\n    reason: r\n    match: {name: a}\n"
     with pytest.raises(ConfigError, match=r":6: .*duplicate name 'same'"):
         _load(tmp_path, "exceptions:\n" + entry + entry)
-    typo = _load(tmp_path, "exceptions:\n  - name: typo\n    rules: [lb-service-not-exepted]\n    reason: r\n    match: {name: a}\n")
+    typo = _load(tmp_path, "exceptions:\n  - name: typo\n    rules: [lb-service-not-exepted]\n    reason: r\n"
+                           "    match: {name: a}\n")
     with pytest.raises(ConfigError, match=r":2: exception list: typo: unknown rule 'lb-service-not-exepted'"):
         typo.check_rules({"lb-service-not-excepted"})
 
 
 def test_the_cli_reports_an_exception_file_error_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "exceptions.yaml"
-    bad.write_text("exceptions:\n  - name: x\n    rules: [nope]\n    reason: r\n    match: {name: a}\n", encoding="utf-8")
+    bad.write_text("exceptions:\n  - name: x\n    rules: [nope]\n    reason: r\n    match: {name: a}\n",
+                   encoding="utf-8")
     result = run_cli(str(DRIFTED), "--exceptions", str(bad))
     assert result.code == 2
     assert result.stderr == f"audit: error: {bad}:2: exception list: x: unknown rule 'nope'\n"
@@ -114,7 +121,9 @@ def test_expiry_day_is_inclusive(tmp_path: Path) -> None:
                   "    reason: r\n    expires: '2026-11-29'\n")
     on_the_day = audit_text(tmp_path, LB_SERVICE, exceptions=exceptions, as_of=dt.date(2026, 11, 29))
     day_after = audit_text(tmp_path, LB_SERVICE, exceptions=exceptions, as_of=dt.date(2026, 11, 30))
-    status = lambda result: {f.rule: f.status.value for f in result.findings}["lb-service-not-excepted"]
+    def status(result: AuditResult) -> str:
+        return {f.rule: f.status.value for f in result.findings}["lb-service-not-excepted"]
+
     assert status(on_the_day) == "excepted"
     assert status(day_after) == "failed"
 
@@ -128,7 +137,8 @@ def test_expired_and_unused_entries_are_reported_in_text_and_json(tmp_path: Path
     text = run_cli(str(DRIFTED), "--exceptions", str(path), "--as-of", "2026-11-29")
     assert "exception old-mail expired on 2026-06-30 and no longer applies; it would cover 1 finding" in text.stdout
     assert "exception nothing matched nothing" in text.stdout
-    report = json.loads(run_cli(str(DRIFTED), "--exceptions", str(path), "--as-of", "2026-11-29", "--format", "json").stdout)
+    report = json.loads(run_cli(str(DRIFTED), "--exceptions", str(path), "--as-of", "2026-11-29",
+                                "--format", "json").stdout)
     assert {e["name"]: e["status"] for e in report["exceptions"]} == {"old-mail": "expired", "nothing": "unused"}
 
 
@@ -136,7 +146,8 @@ def test_default_is_the_local_file_else_the_bundled_one(tmp_path: Path) -> None:
     bundled = run_cli(str(DRIFTED), "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
     assert {e["name"] for e in json.loads(bundled.stdout)["exceptions"]} == {"kubernetes-dashboard", "gateway-services"}
     (tmp_path / "exceptions.yaml").write_text(
-        "exceptions:\n  - name: local-only\n    rules: [lb-service-not-excepted]\n    match: {namespace: mail}\n    reason: r\n",
+        "exceptions:\n  - name: local-only\n    rules: [lb-service-not-excepted]\n    match: {namespace: mail}\n"
+        "    reason: r\n",
         encoding="utf-8")
     local = run_cli(str(DRIFTED), "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
     report = json.loads(local.stdout)
@@ -172,14 +183,16 @@ spec: {type: LoadBalancer, ports: [{port: 443}]}
 """
 
 
-@pytest.mark.parametrize("base, overlay", [(GATEWAY_SERVICE, UNLABELLED_SERVICE), (UNLABELLED_SERVICE, GATEWAY_SERVICE)],
+@pytest.mark.parametrize("base, overlay",
+                         [(GATEWAY_SERVICE, UNLABELLED_SERVICE), (UNLABELLED_SERVICE, GATEWAY_SERVICE)],
                          ids=["labelled-base", "labelled-overlay"])
 def test_a_namesakes_labels_never_except_an_object(tmp_path: Path, base: str, overlay: str) -> None:
     """A base and an overlay in two files: only the Gateway's own Service is excepted by `gateway-services`."""
     for folder, text in (("base", base), ("overlay", overlay)):
         (tmp_path / "repo" / folder).mkdir(parents=True)
         (tmp_path / "repo" / folder / "svc.yaml").write_text(text, encoding="utf-8")
-    result = run_cli("repo", "--rule", "lb-service-not-excepted", "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
+    result = run_cli("repo", "--rule", "lb-service-not-excepted", "--format", "json", "--as-of", "2026-11-29",
+                     cwd=tmp_path)
     assert result.code == 1, result.stdout
     report = json.loads(result.stdout)
     statuses = {f["file"]: f["status"] for f in report["findings"]}
@@ -196,10 +209,13 @@ def test_unknown_labels_satisfy_no_label_match(tmp_path: Path) -> None:
     exceptions = _load(tmp_path, "exceptions:\n"
                        "  - name: by-label\n    rules: [lb-service-not-excepted]\n    match: {labels: {tier: '*'}}\n"
                        "    reason: r\n"
-                       "  - name: by-name\n    rules: [lb-service-not-excepted]\n    match: {name: smtp}\n    reason: r\n")
+                       "  - name: by-name\n    rules: [lb-service-not-excepted]\n    match: {name: smtp}\n"
+                       "    reason: r\n")
     matcher = exceptions_list.ExceptionMatcher(exceptions, dt.date(2026, 11, 29))
-    finding = Finding(ObjectRef("Service", "mail", "smtp", "v1"), "m", Source("a.yaml", 1), rule="lb-service-not-excepted")
-    assert matcher.apply(finding, lambda _finding: {"tier": "edge"}).name == "by-label"
+    finding = Finding(ObjectRef("Service", "mail", "smtp", "v1"), "m", Source("a.yaml", 1),
+                      rule="lb-service-not-excepted")
+    by_label = matcher.apply(finding, lambda _finding: {"tier": "edge"})
+    assert by_label is not None and by_label.name == "by-label"
     entry = matcher.apply(finding, lambda _finding: None)
     assert entry is not None and entry.name == "by-name"
     other = Finding(ObjectRef("Service", "mail", "web", "v1"), "m", Source("a.yaml", 9), rule="lb-service-not-excepted")

@@ -24,16 +24,17 @@ import json
 import os
 import resource
 import select
-import stat
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any
 
 import pytest
 
@@ -168,13 +169,13 @@ class Zygote:
         return self.process.stdout.readline()
 
     def run(self, args: list[str], cwd: Path, stdin: str, stdout: str, stderr: str,
-            drop_capabilities: bool = False) -> dict:
+            drop_capabilities: bool = False) -> dict[str, Any]:
         assert self.process.stdin is not None
         request = {"args": args, "cwd": str(cwd), "stdin": stdin, "stdout": stdout, "stderr": stderr,
                    "drop_capabilities": drop_capabilities, "timeout": TIMEOUT, "address_space": ADDRESS_SPACE_LIMIT}
         self.process.stdin.write(json.dumps(request).encode() + b"\n")
         self.process.stdin.flush()
-        answer = json.loads(self._readline(TIMEOUT + 60))
+        answer: dict[str, Any] = json.loads(self._readline(TIMEOUT + 60))
         if answer["timed_out"]:
             pytest.fail(f"audit {' '.join(args)} did not finish within {TIMEOUT}s (a hang)")
         return answer
@@ -192,7 +193,7 @@ _ZYGOTE: list[Zygote] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
-def zygote():
+def zygote() -> Iterator[Zygote]:
     _ZYGOTE.append(Zygote())
     yield _ZYGOTE[0]
     _ZYGOTE.pop().close()
@@ -202,7 +203,8 @@ def _child_limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
 
 
-def _run_fresh(args: list[str], cwd: Path, stdin_arg: object, out, err, feeder) -> tuple[int, float, float]:
+def _run_fresh(args: list[str], cwd: Path, stdin_arg: Any, out: IO[bytes], err: IO[bytes],
+               feeder: Callable[[Any], None] | None) -> tuple[int, float, float]:
     """`python -m auditor ARGS` in a new interpreter: exit code, seconds, peak RSS (MB)."""
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("AUDIT_DEBUG", None)
@@ -292,28 +294,27 @@ def assert_refused(result: Measured, names: str, *problem: str) -> None:
     assert result.seconds < MAX_SECONDS, f"{result.seconds:.1f}s"
 
 
-@pytest.fixture
-def reports(tmp_path: Path):
+class Reports:
     """`--json`/`--junit` options, and a check that nothing was written (a stale report stays as it was)."""
-    out = tmp_path / "reports"
-    out.mkdir()
-    stale = out / "audit.json"
-    stale.write_text('{"stale": true}\n', encoding="utf-8")
-    junit = out / "sub" / "audit.xml"
 
-    class Reports:
-        args = ("--json", str(stale), "--junit", str(junit))
+    def __init__(self, out: Path) -> None:
+        out.mkdir()
+        self.out, self.stale, self.junit = out, out / "audit.json", out / "sub" / "audit.xml"
+        self.stale.write_text('{"stale": true}\n', encoding="utf-8")
+        self.args = ("--json", str(self.stale), "--junit", str(self.junit))
 
-        @staticmethod
-        def untouched() -> None:
-            assert stale.read_text(encoding="utf-8") == '{"stale": true}\n'
-            assert not junit.exists() and not junit.parent.exists()
-            assert sorted(p.name for p in out.iterdir()) == ["audit.json"], "no temporary file left behind"
-
-    return Reports
+    def untouched(self) -> None:
+        assert self.stale.read_text(encoding="utf-8") == '{"stale": true}\n'
+        assert not self.junit.exists() and not self.junit.parent.exists()
+        assert sorted(p.name for p in self.out.iterdir()) == ["audit.json"], "no temporary file left behind"
 
 
-def audit(tmp_path: Path, reports, *paths: str, extra: tuple[str, ...] = (), **kwargs) -> Measured:
+@pytest.fixture
+def reports(tmp_path: Path) -> Reports:
+    return Reports(tmp_path / "reports")
+
+
+def audit(tmp_path: Path, reports: Reports, *paths: str, extra: tuple[str, ...] = (), **kwargs: Any) -> Measured:
     return run_measured(*paths, *reports.args, *extra, cwd=tmp_path, **kwargs)
 
 
@@ -329,7 +330,7 @@ def billion_laughs(depth: int, width: int = 10) -> str:
 
 
 @pytest.mark.parametrize("depth", [6, 9, 20])
-def test_billion_laughs_is_refused(tmp_path: Path, reports, depth: int) -> None:
+def test_billion_laughs_is_refused(tmp_path: Path, reports: Reports, depth: int) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(billion_laughs(depth), encoding="utf-8")
     result = audit(tmp_path, reports, str(path))
@@ -337,7 +338,7 @@ def test_billion_laughs_is_refused(tmp_path: Path, reports, depth: int) -> None:
     reports.untouched()
 
 
-def test_small_alias_bomb_refused_under_a_lower_limit(tmp_path: Path, reports) -> None:
+def test_small_alias_bomb_refused_under_a_lower_limit(tmp_path: Path, reports: Reports) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(billion_laughs(3), encoding="utf-8")  # 1,110 nodes: fine by default
     ok = audit(tmp_path, reports, str(path))
@@ -352,14 +353,14 @@ def test_small_alias_bomb_refused_under_a_lower_limit(tmp_path: Path, reports) -
     '{"a":&x [1, *x]}\n',  # JSON-like key: the anchor right after the colon
     "apiVersion: v1\nkind: List\nitems:\n- &a [*a]\n",
 ], ids=["sequence", "mapping", "json-like-key", "in-a-list"])
-def test_recursive_alias_is_refused(tmp_path: Path, reports, text: str) -> None:
+def test_recursive_alias_is_refused(tmp_path: Path, reports: Reports, text: str) -> None:
     path = tmp_path / "recursive.yaml"
     path.write_text(text, encoding="utf-8")
     assert_refused(audit(tmp_path, reports, str(path)), f"{path}:", "recursive alias")
     reports.untouched()
 
 
-def test_merge_key_bomb_is_refused(tmp_path: Path, reports) -> None:
+def test_merge_key_bomb_is_refused(tmp_path: Path, reports: Reports) -> None:
     """`<<` merges copy keys: doubling them per level is a bomb too."""
     lines = ["b0: &b0 {k0: lol}"] + [f"b{i}: &b{i} {{<<: [*b{i - 1}, *b{i - 1}], k{i}: v}}" for i in range(1, 40)]
     path = tmp_path / "merge.yaml"
@@ -374,13 +375,14 @@ def test_merge_key_bomb_is_refused(tmp_path: Path, reports) -> None:
     ("flow.yaml", "[" * 100_000 + "]" * 100_000, "exceeded maximum nesting depth"),
     ("flowmap.yaml", "{a: " * 100_000 + "1" + "}" * 100_000, "exceeded maximum nesting depth"),
     ("block.yaml", "- " * 100_000 + "x\n", "exceeded maximum nesting depth"),
-    ("indent.yaml", "".join(" " * i + "a:\n" for i in range(1_500)) + " " * 1_500 + "x\n", "exceeded maximum nesting depth"),
+    ("indent.yaml", "".join(" " * i + "a:\n" for i in range(1_500)) + " " * 1_500 + "x\n",
+     "exceeded maximum nesting depth"),
     ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("deepobj.json", '{"a":' * 100_000 + "1" + "}" * 100_000, "nested too deeply"),
     ("deepitems.json", '{"kind":"List","apiVersion":"v1","items":[' + "[" * 100_000 + "]" * 100_000 + "]}",
      "nested too deeply"),
 ])
-def test_deep_nesting_is_refused(tmp_path: Path, reports, name: str, text: str, problem: str) -> None:
+def test_deep_nesting_is_refused(tmp_path: Path, reports: Reports, name: str, text: str, problem: str) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     assert_refused(audit(tmp_path, reports, str(path)), f"{path}", problem)
@@ -395,9 +397,11 @@ def _deep(depth: int) -> str:
 def test_nesting_just_under_the_limit_is_audited(tmp_path: Path, field: str) -> None:
     """990 levels parse (libyaml's limit is 1,000): every rule must cope without recursing."""
     section, key = field.split(".")
-    text = f"apiVersion: v1\nkind: Service\nmetadata: {{name: deep, namespace: app}}\n{section}:\n  {key}: {_deep(990)}\n"
+    text = (f"apiVersion: v1\nkind: Service\nmetadata: {{name: deep, namespace: app}}\n"
+            f"{section}:\n  {key}: {_deep(990)}\n")
     if section == "metadata":
-        text = f"apiVersion: v1\nkind: Service\nmetadata:\n  name: deep\n  namespace: app\n  {key}: {_deep(990)}\nspec: {{type: NodePort}}\n"
+        text = (f"apiVersion: v1\nkind: Service\nmetadata:\n  name: deep\n  namespace: app\n  {key}: {_deep(990)}\n"
+                "spec: {type: NodePort}\n")
     path = tmp_path / "deep.yaml"
     path.write_text(text, encoding="utf-8")
     result = run_measured(str(path), "--format", "json", cwd=tmp_path)
@@ -462,7 +466,7 @@ def test_deep_helm_values_are_audited(tmp_path: Path, release: str) -> None:
 # --- size, special files, links ---------------------------------------------------------
 
 
-def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports) -> None:
+def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports: Reports) -> None:
     path = tmp_path / "huge.yaml"
     with open(path, "wb") as stream:
         stream.truncate(1024**3)  # sparse: nothing is written
@@ -472,18 +476,19 @@ def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports) ->
     reports.untouched()
 
 
-def test_node_dense_yaml_is_refused_before_parsing(tmp_path: Path, reports) -> None:
+def test_node_dense_yaml_is_refused_before_parsing(tmp_path: Path, reports: Reports) -> None:
     """8 MB of `[],` would build ~2.7 million nodes (about 2 GB in libyaml's graph):
     refused from a cheap count, in bounded memory, before any parsing."""
     path = tmp_path / "dense.yaml"
     path.write_text("[" + "[]," * 2_700_000 + "[]]\n", encoding="utf-8")
     result = audit(tmp_path, reports, str(path), fresh=True)
-    assert_refused(result, f"{path}:", "YAML nodes (lines and flow items), over the 2,000,000-node limit", "--max-yaml-nodes")
+    assert_refused(result, f"{path}:", "YAML nodes (lines and flow items), over the 2,000,000-node limit",
+                   "--max-yaml-nodes")
     assert result.max_rss_mb < 150 and result.seconds < 10, result
     reports.untouched()
 
 
-def test_max_file_bytes_is_the_limit(tmp_path: Path, reports) -> None:
+def test_max_file_bytes_is_the_limit(tmp_path: Path, reports: Reports) -> None:
     path = tmp_path / "svc.yaml"
     path.write_text(SERVICE, encoding="utf-8")
     size = path.stat().st_size
@@ -493,14 +498,14 @@ def test_max_file_bytes_is_the_limit(tmp_path: Path, reports) -> None:
     assert ok.code == 0, ok
 
 
-def test_dev_zero_is_refused_without_reading_it_all(tmp_path: Path, reports) -> None:
+def test_dev_zero_is_refused_without_reading_it_all(tmp_path: Path, reports: Reports) -> None:
     result = audit(tmp_path, reports, "/dev/zero", fresh=True)
     assert_refused(result, "/dev/zero:", "binary file (contains NUL bytes)")
     assert result.max_rss_mb < 100, f"read far more than one chunk: {result.max_rss_mb:.0f} MB"
     reports.untouched()
 
 
-def test_endless_text_stream_hits_the_size_limit(tmp_path: Path, reports) -> None:
+def test_endless_text_stream_hits_the_size_limit(tmp_path: Path, reports: Reports) -> None:
     """A FIFO (like `audit <(yes)`) has no size to check first: reading stops at the limit."""
     fifo = tmp_path / "stream.yaml"
     os.mkfifo(fifo)
@@ -525,7 +530,7 @@ def test_endless_text_stream_hits_the_size_limit(tmp_path: Path, reports) -> Non
     thread.join(timeout=10)
 
 
-def test_fifo_given_as_input_is_read_like_a_pipe(tmp_path: Path, reports) -> None:
+def test_fifo_given_as_input_is_read_like_a_pipe(tmp_path: Path, reports: Reports) -> None:
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
 
@@ -538,7 +543,7 @@ def test_fifo_given_as_input_is_read_like_a_pipe(tmp_path: Path, reports) -> Non
     assert result.code == 0 and result.stderr == "", result
 
 
-def test_fifo_and_device_in_a_folder_are_refused_not_read(tmp_path: Path, reports) -> None:
+def test_fifo_and_device_in_a_folder_are_refused_not_read(tmp_path: Path, reports: Reports) -> None:
     """A checked-out repository with a FIFO in it must not hang the walk (nobody writes to it)."""
     folder = tmp_path / "manifests"
     folder.mkdir()
@@ -553,7 +558,7 @@ def test_fifo_and_device_in_a_folder_are_refused_not_read(tmp_path: Path, report
     reports.untouched()
 
 
-def test_symlink_loops_in_a_folder_end(tmp_path: Path, reports) -> None:
+def test_symlink_loops_in_a_folder_end(tmp_path: Path, reports: Reports) -> None:
     folder = tmp_path / "repo"
     (folder / "apps" / "web").mkdir(parents=True)
     (folder / "apps" / "web" / "svc.yaml").write_text(SERVICE, encoding="utf-8")
@@ -566,11 +571,12 @@ def test_symlink_loops_in_a_folder_end(tmp_path: Path, reports) -> None:
     assert report["summary"]["rulesError"] == 0
     assert result.seconds < MAX_SECONDS and result.max_rss_mb < MAX_RSS_MB
     os.symlink("loop.yaml", folder / "loop.yaml")  # a manifest name that is a link to itself
-    assert_refused(audit(tmp_path, reports, str(folder)), f"{folder / 'loop.yaml'}:", "Too many levels of symbolic links")
+    assert_refused(audit(tmp_path, reports, str(folder)), f"{folder / 'loop.yaml'}:",
+                   "Too many levels of symbolic links")
     reports.untouched()
 
 
-def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports) -> None:
+def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports: Reports) -> None:
     loop = tmp_path / "loop.yaml"
     os.symlink("loop.yaml", loop)
     assert_refused(audit(tmp_path, reports, str(loop)), f"{loop}:", "cannot read", "symbolic links")
@@ -599,9 +605,11 @@ def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports)
     ("bad.yaml", b"apiVersion: v1\nkind: [Service\nmetadata: {name: x}\n", ":3: invalid YAML"),
     ("bad.json", b'{"apiVersion": "v1",\n "kind": "Service",,\n}', ":2: invalid JSON"),
     ("trailing.json", b'{"kind": "List", "items": []} {}', ":1: invalid JSON: extra data after the document"),
-    ("dup.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  type: ClusterIP\n  type: LoadBalancer\n",
+    ("dup.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  type: ClusterIP\n"
+     b"  type: LoadBalancer\n",
      ":6: duplicate key 'type' (first at line 5)"),
-    ("dup.json", b'{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"},\n"spec": {"type": "A", "type": "B"}}',
+    ("dup.json", b'{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"},\n'
+     b'"spec": {"type": "A", "type": "B"}}',
      ":2: duplicate key 'type'"),
     ("dupitems.json", b'{"apiVersion": "v1", "kind": "List", "items": [],\n "items": []}', ":2: duplicate key 'items'"),
     ("nonobjects.json", b'{"apiVersion": "v1", "kind": "List", "items": [1, "x", null, [], {"kind": 3}]}',
@@ -609,16 +617,19 @@ def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports)
     ("values.yaml", b"replicaCount: 2\nimage: {tag: v1}\n", ": no Kubernetes objects found (1 documents ignored"),
     ("bigint.json", b'{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"ports": [{"port": '
      + b"9" * 5000 + b"}]}}", ":1: invalid JSON: integer too large"),
-    ("hexint.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 0x" + b"f" * 4000 + b"}]}\n",
+    ("hexint.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 0x"
+     + b"f" * 4000 + b"}]}\n",
      ":4: invalid YAML: integer too large"),
-    ("sexagesimal.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 1" + b":1" * 300_000
+    ("sexagesimal.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 1"
+     + b":1" * 300_000
      + b"}]}\n", ":4: invalid YAML: integer too large"),
-    ("badbool.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {publishNotReadyAddresses: !!bool maybe}\n",
+    ("badbool.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\n"
+     b"spec: {publishNotReadyAddresses: !!bool maybe}\n",
      ":4: invalid YAML: invalid boolean 'maybe'"),
     ("surrogate.json", b'{"apiVersion": "v1", "kind": "Service",\n "metadata": {"name": "x\\ud800"}}',
      ":2: invalid JSON: string holds a lone UTF-16 surrogate \\ud800"),
 ])
-def test_unreadable_content_is_refused(tmp_path: Path, reports, name: str, data: bytes, problem: str) -> None:
+def test_unreadable_content_is_refused(tmp_path: Path, reports: Reports, name: str, data: bytes, problem: str) -> None:
     path = tmp_path / name
     path.write_bytes(data)
     assert_refused(audit(tmp_path, reports, str(path)), f"{path}{problem}")
@@ -632,7 +643,7 @@ def test_utf8_with_bom_is_read(tmp_path: Path) -> None:
     assert result.code == 0 and result.stderr == "", result
 
 
-def test_file_name_with_a_newline_stays_one_line(tmp_path: Path, reports) -> None:
+def test_file_name_with_a_newline_stays_one_line(tmp_path: Path, reports: Reports) -> None:
     folder = tmp_path / "repo"
     folder.mkdir()
     (folder / "bad\nname.yaml").write_text("kind: [\n", encoding="utf-8")
@@ -644,7 +655,7 @@ def test_file_name_with_a_newline_stays_one_line(tmp_path: Path, reports) -> Non
 # --- many files ----------------------------------------------------------------------------
 
 
-def test_more_files_than_max_files_is_refused(tmp_path: Path, reports) -> None:
+def test_more_files_than_max_files_is_refused(tmp_path: Path, reports: Reports) -> None:
     folder = tmp_path / "many"
     for index in range(1_200):
         sub = folder / f"d{index % 30:02d}"
@@ -672,7 +683,7 @@ def _require_permission_checks(shared_tmp: Path) -> None:
 
 
 @pytest.fixture
-def shared_tmp():
+def shared_tmp() -> Iterator[Path]:
     """A temporary folder whose mode bits the test sets (pytest's tmp_path is left alone)."""
     path = Path(tempfile.mkdtemp(prefix="audit-perm-"))
     path.chmod(0o755)
@@ -737,7 +748,8 @@ def test_the_auditors_own_unreadable_data_is_named_exit_2(shared_tmp: Path, own_
     manifest.write_text(SERVICE, encoding="utf-8")
     # The copy is imported first; as root, capabilities are dropped after exec (exec gives root them back).
     program = (DROP_CAPABILITIES + ("drop_capabilities()\n" if os.geteuid() == 0 else "")
-               + f"import sys\nsys.path.insert(0, {str(installed)!r})\nfrom auditor.cli import main\nmain(sys.argv[1:])\n")
+               + f"import sys\nsys.path.insert(0, {str(installed)!r})\n"
+               + "from auditor.cli import main\nmain(sys.argv[1:])\n")
     env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("AUDIT_DEBUG", None)
     completed = subprocess.run([sys.executable, "-c", program, str(manifest)], capture_output=True, text=True,
@@ -761,20 +773,20 @@ def test_the_auditors_own_unreadable_data_is_named_exit_2(shared_tmp: Path, own_
     (b"replicaCount: 2\n", "<stdin>: no Kubernetes objects found"),
     (b"&a [*a]\n", "<stdin>:1: recursive alias"),
 ])
-def test_stdin_variants_are_refused(tmp_path: Path, reports, data: bytes, problem: str) -> None:
+def test_stdin_variants_are_refused(tmp_path: Path, reports: Reports, data: bytes, problem: str) -> None:
     result = audit(tmp_path, reports, "-", stdin=data)
     assert_refused(result, problem)
     reports.untouched()
 
 
-def test_stdin_from_dev_zero(tmp_path: Path, reports) -> None:
+def test_stdin_from_dev_zero(tmp_path: Path, reports: Reports) -> None:
     result = audit(tmp_path, reports, "-", stdin_file="/dev/zero", fresh=True)
     assert_refused(result, "<stdin>: binary file (contains NUL bytes)")
     assert result.max_rss_mb < 100, result
 
 
-def test_endless_stdin_pipe_hits_the_size_limit(tmp_path: Path, reports) -> None:
-    def feeder(stream) -> None:
+def test_endless_stdin_pipe_hits_the_size_limit(tmp_path: Path, reports: Reports) -> None:
+    def feeder(stream: IO[bytes]) -> None:
         chunk = b"- a\n" * 50_000
         try:
             while True:
@@ -787,8 +799,8 @@ def test_endless_stdin_pipe_hits_the_size_limit(tmp_path: Path, reports) -> None
     reports.untouched()
 
 
-def test_stdin_pipe_of_zeros_stops_at_the_first_chunk(tmp_path: Path, reports) -> None:
-    def feeder(stream) -> None:
+def test_stdin_pipe_of_zeros_stops_at_the_first_chunk(tmp_path: Path, reports: Reports) -> None:
+    def feeder(stream: IO[bytes]) -> None:
         chunk = bytes(1024 * 1024)
         try:
             for _ in range(2_000):  # 2 GB if it were all read
@@ -801,8 +813,9 @@ def test_stdin_pipe_of_zeros_stops_at_the_first_chunk(tmp_path: Path, reports) -
     assert result.max_rss_mb < 100 and result.seconds < 10, result
 
 
-def test_stdin_twice_and_no_input(tmp_path: Path, reports) -> None:
-    assert_refused(audit(tmp_path, reports, "-", "-", stdin=SERVICE.encode()), "standard input (-) can be read only once")
+def test_stdin_twice_and_no_input(tmp_path: Path, reports: Reports) -> None:
+    assert_refused(audit(tmp_path, reports, "-", "-", stdin=SERVICE.encode()),
+                   "standard input (-) can be read only once")
     reports.untouched()
 
 
@@ -849,7 +862,7 @@ def test_text_report_lays_out_bounded_cells_whatever_the_name(tmp_path: Path, mo
     result = audit_text(tmp_path, _huge_name_service(tmp_path).read_text(encoding="utf-8"), name="input.json",
                         rules=("lb-service-not-excepted",))
     laid_out: list[str] = []
-    layout = text.tabulate
+    layout = text.tabulate  # type: ignore[attr-defined]  # the module's own import, wrapped below
 
     def counting_layout(rows, **options):  # type: ignore[no-untyped-def]
         laid_out.extend(str(cell) for row in rows for cell in row)
@@ -918,7 +931,7 @@ def test_report_into_a_fifo_is_streamed_and_the_fifo_stays(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo", "svc.yaml"], "no temporary file left"
 
 
-def test_fifo_nobody_reads_is_refused_without_hanging_and_nothing_is_written(tmp_path: Path, reports) -> None:
+def test_fifo_nobody_reads_is_refused_without_hanging_and_nothing_is_written(tmp_path: Path, reports: Reports) -> None:
     fifo = tmp_path / "nobody.fifo"
     os.mkfifo(fifo)
     result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=("--sarif", str(fifo)))
@@ -927,7 +940,7 @@ def test_fifo_nobody_reads_is_refused_without_hanging_and_nothing_is_written(tmp
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
-def test_symlinked_report_paths_are_refused_and_their_targets_untouched(tmp_path: Path, reports) -> None:
+def test_symlinked_report_paths_are_refused_and_their_targets_untouched(tmp_path: Path, reports: Reports) -> None:
     precious = tmp_path / "precious.txt"
     precious.write_text("keep me\n", encoding="utf-8")
     link = tmp_path / "report.md"
@@ -943,7 +956,7 @@ def test_symlinked_report_paths_are_refused_and_their_targets_untouched(tmp_path
     reports.untouched()
 
 
-def test_a_socket_is_refused_not_replaced(tmp_path: Path, reports) -> None:
+def test_a_socket_is_refused_not_replaced(tmp_path: Path, reports: Reports) -> None:
     import socket
 
     path = tmp_path / "report.sock"
@@ -1009,11 +1022,13 @@ def test_dash_is_standard_output_for_every_report_option(tmp_path: Path, name: s
 @pytest.mark.parametrize("extra, problem", [
     (("--json", "-", "--format", "text"), "two reports to standard output (--format text and --json -)"),
     (("--json", "-", "--sarif", "-"), "two reports to standard output (--json - and --sarif -)"),
-    (("--format", "json", "--json", "/dev/stdout"), "two reports to standard output (--format json and --json /dev/stdout)"),
+    (("--format", "json", "--json", "/dev/stdout"),
+     "two reports to standard output (--format json and --json /dev/stdout)"),
     (("--markdown", "same.out", "--prometheus", "./same.out"), "./same.out: --markdown same.out and --prometheus "
                                                                "./same.out would both be written there"),
 ], ids=["format-and-dash", "two-dashes", "format-and-dev-stdout", "one-file-twice"])
-def test_two_reports_in_one_place_are_usage_errors(tmp_path: Path, reports, extra: tuple[str, ...], problem: str) -> None:
+def test_two_reports_in_one_place_are_usage_errors(tmp_path: Path, reports: Reports, extra: tuple[str, ...],
+                                                   problem: str) -> None:
     result = audit(tmp_path, reports, str(_manifest(tmp_path)), extra=extra)
     assert_refused(result, problem)
     reports.untouched()
@@ -1031,7 +1046,7 @@ def test_report_to_the_file_standard_output_goes_to_is_that_output(tmp_path: Pat
     assert json.loads(out.read_text(encoding="utf-8"))["summary"]["exitCode"] == 0
 
 
-def test_a_bad_destination_among_several_leaves_nothing_written(tmp_path: Path, reports) -> None:
+def test_a_bad_destination_among_several_leaves_nothing_written(tmp_path: Path, reports: Reports) -> None:
     """Checked first (a link is refused before the input is read), opened next (a FIFO without reader)."""
     link = tmp_path / "link.sarif"
     os.symlink(tmp_path / "elsewhere.sarif", link)
@@ -1051,7 +1066,8 @@ def test_a_bad_destination_among_several_leaves_nothing_written(tmp_path: Path, 
 # --- closed and broken standard streams (issue 10, item 11) ------------------------------------------
 
 
-def _run_with_closed(fd: int, *args: str, cwd: Path, stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess:
+def _run_with_closed(fd: int, *args: str, cwd: Path,
+                     stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("AUDIT_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "auditor", *args], stdin=subprocess.DEVNULL, stdout=stdout,

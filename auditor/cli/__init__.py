@@ -44,7 +44,9 @@ class AuditGroup(click.Group):
         import importlib
 
         module_name, _, attribute = spec.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command), spec
+        return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
@@ -75,9 +77,11 @@ def _own_data_file(error: BaseException) -> str | None:
     filename = getattr(error, "filename", None) if isinstance(error, OSError) else None
     if not isinstance(filename, str):
         return None
-    roots = [os.path.dirname(os.path.abspath(module.__file__))
-             for module in (sys.modules.get("auditor"), sys.modules.get("auditor_rules"))
-             if module is not None and getattr(module, "__file__", None)]
+    roots = []
+    for name in ("auditor", "auditor_rules"):  # the package and its rules: their data files
+        location = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(location, str):
+            roots.append(os.path.dirname(os.path.abspath(location)))
     path = os.path.abspath(filename)
     return path if any(os.path.commonpath([path, root]) == root for root in roots) else None
 
@@ -112,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("AUDIT_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else ""
-        click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)", err=True)
+        click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)",
+                   err=True)
         sys.exit(EXIT_INCOMPLETE)
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,8 +6,9 @@ import datetime as dt
 import functools
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -72,7 +73,7 @@ def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from None
 
 
-def audit_options(command: Callable) -> Callable:
+def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the options every auditing command takes, collected into `options: AuditOptions`."""
     decorators = [
         click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default=None,
@@ -92,7 +93,8 @@ def audit_options(command: Callable) -> Callable:
         click.option("--require-complete", is_flag=True,
                      help="Exit 3 when a selected rule could not run on the data it needs."),
         click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Run only this rule (repeatable)."),
-        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Do not run this rule (repeatable)."),
+        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID",
+                     help="Do not run this rule (repeatable)."),
         click.option("--as-of", callback=_parse_date, metavar="DATE",
                      help="Judge exception expiry as of DATE (YYYY-MM-DD; default: today, UTC)."),
         click.option("--color/--no-color", default=None,
@@ -104,7 +106,8 @@ def audit_options(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
-        requests = report_requests(kwargs.pop("output_format"), {name: kwargs.pop(f"file_{name}") for name in FILE_FORMATS})
+        files = {name: kwargs.pop(f"file_{name}") for name in FILE_FORMATS}
+        requests = report_requests(kwargs.pop("output_format"), files)
         options = AuditOptions(
             output_format=next(r.format for r in requests if r.path == STDOUT),
             output_files={r.format: r.path for r in requests if r.path != STDOUT},
@@ -216,7 +219,7 @@ def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> Non
                    if destination.kind is not DestinationKind.STDOUT])
     # click strips ANSI codes when stdout is not a terminal; --color forces them.
     try:
-        click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
+        click.echo(stdout_text, nl=False, color=(options.output_format == "text" and use_colour(options)) or None)
         sys.stdout.flush()
     except BrokenPipeError:
         # `audit ... | head`: the reader stopped reading. That changes nothing about the verdict, so the

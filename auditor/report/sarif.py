@@ -216,10 +216,10 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
                                            (rule_result.id, index)))
     for duplicate in result.duplicates:
-        note = _notification("duplicate-object", "warning",
-                             f"{duplicate.display} is defined {duplicate.count} times in the input")
-        note["locations"] = _duplicate_locations(duplicate, physical, base)
-        execution.append(note)
+        notification = _notification("duplicate-object", "warning",
+                                     f"{duplicate.display} is defined {duplicate.count} times in the input")
+        notification["locations"] = _duplicate_locations(duplicate, physical, base)
+        execution.append(notification)
     configuration: list[dict[str, Any]] = []
     for usage in result.exceptions:
         if usage.status is EntryStatus.EXPIRED:

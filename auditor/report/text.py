@@ -86,7 +86,8 @@ def _finding_row(finding: Finding, style: _Style, baseline: Baseline | None) -> 
     if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
         status = style("excepted", "yellow")
         exception = finding.exception
-        message = f"{message} [excepted by {elide(exception.name, LINE_LIMIT)}: {elide(exception.reason, REASON_LIMIT)}]"
+        name, reason = elide(exception.name, LINE_LIMIT), elide(exception.reason, REASON_LIMIT)
+        message = f"{message} [excepted by {name}: {reason}]"
     elif baseline is not None and baseline.state(finding) == UNCHANGED:
         status = style("failed (baseline)", "yellow")
     elif baseline is not None:
@@ -173,7 +174,8 @@ def _verdicts(result: AuditResult, style: _Style) -> list[str]:
 
 
 def _duplicate_remark(duplicate: DuplicateObject) -> str:
-    shown = [elide(str(source), WHERE_LIMIT) if source else "(unknown place)" for source in duplicate.sources[:SOURCES_SHOWN]]
+    shown = [elide(str(source), WHERE_LIMIT) if source else "(unknown place)"
+             for source in duplicate.sources[:SOURCES_SHOWN]]
     more = duplicate.count - len(shown)
     where = ", ".join(shown) + (f" and {more:,} more" if more else "")
     return (f"{elide(duplicate.display, OBJECT_LIMIT)} is defined {duplicate.count:,} times in the input ({where}): "
@@ -202,7 +204,8 @@ def _remarks(result: AuditResult, style: _Style) -> list[str]:
 
 def _entry_target(entry: dict[str, Any]) -> str:
     obj = entry["object"]
-    display = f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace") else f"{obj['kind']}/{obj['name']}"
+    display = (f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace")
+               else f"{obj['kind']}/{obj['name']}")
     return elide(f"{entry['cluster']}: {display}" if entry.get("cluster") else display, OBJECT_LIMIT)
 
 
@@ -211,9 +214,9 @@ def _baseline_lines(baseline: Baseline, style: _Style) -> list[str]:
     when = f" of {elide(str(baseline.report['asOf']), LINE_LIMIT)}" if baseline.report.get("asOf") else ""
     lines = [
         "",
-        style(f"Baseline {elide(baseline.path, LINE_LIMIT)}{when}: {counts['new']} new, {counts['unchanged']} unchanged, "
-              f"{counts['fixed']} fixed" + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""),
-              "bold"),
+        style(f"Baseline {elide(baseline.path, LINE_LIMIT)}{when}: {counts['new']} new, "
+              f"{counts['unchanged']} unchanged, {counts['fixed']} fixed"
+              + (f", {counts['unverified']} not rechecked" if counts["unverified"] else ""), "bold"),
     ]
     for entry in baseline.comparison.fixed:
         lines.append(f"  {style('fixed', 'green')} {elide(entry['rule'], LINE_LIMIT)} {_entry_target(entry)}")
@@ -241,11 +244,11 @@ def _verdict(result: AuditResult, style: _Style) -> str:
         return style("Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red")
     new = "new " if baseline_of(result) is not None else ""
     if result.failing:
-        return style(
-            f"Verdict: FAIL ({_plural(len(result.failing), new + 'finding')} at or above {result.fail_on.value}; exit 1)", "red"
-        )
+        failing = _plural(len(result.failing), new + "finding")
+        return style(f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red")
     if not result.complete:
-        return style("Verdict: PASS on what could be checked (some rules did not run; --require-complete makes that fail)", "yellow")
+        return style("Verdict: PASS on what could be checked "
+                     "(some rules did not run; --require-complete makes that fail)", "yellow")
     return style("Verdict: PASS", "green")
 
 
