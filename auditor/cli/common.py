@@ -192,21 +192,19 @@ def use_colour(options: AuditOptions) -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def render_all(result: Any, options: AuditOptions) -> tuple[str, dict[str, str]]:
-    """Render stdout and every requested file before writing anything."""
+def render_each(result: Any, options: AuditOptions) -> dict[str, str]:
+    """Every requested report by format (standard output's and the files'), rendered before anything is written."""
     from auditor.report import renderer
 
     colour = use_colour(options)
-    rendered: dict[str, str] = {}
+    names = dict.fromkeys([options.output_format, *options.output_files])
+    return {name: renderer(name)(result, color=colour) if name == "text" else renderer(name)(result) for name in names}
 
-    def render(name: str) -> str:
-        if name not in rendered:
-            rendered[name] = renderer(name)(result, color=colour) if name == "text" else renderer(name)(result)
-        return rendered[name]
 
-    stdout_text = render(options.output_format)
-    files = {path: render(name) for name, path in options.output_files.items()}
-    return stdout_text, files
+def render_all(result: Any, options: AuditOptions) -> tuple[str, dict[str, str]]:
+    """Standard output's report, and each file's by path (rendered before anything is written)."""
+    rendered = render_each(result, options)
+    return rendered[options.output_format], {path: rendered[name] for name, path in options.output_files.items()}
 
 
 def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> None:
@@ -214,9 +212,10 @@ def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> Non
     from auditor.atomic import DestinationKind, write_outputs
 
     destinations = prepared.destinations or check_outputs(options)
-    stdout_text, files = render_all(result, options)
-    write_outputs([(destination, files[destination.path]) for _, destination in destinations
+    rendered = render_each(result, options)
+    write_outputs([(destination, rendered[name]) for name, destination in destinations
                    if destination.kind is not DestinationKind.STDOUT])
+    stdout_text = rendered[options.output_format]
     # click strips ANSI codes when stdout is not a terminal; --color forces them.
     try:
         click.echo(stdout_text, nl=False, color=(options.output_format == "text" and use_colour(options)) or None)
