@@ -201,12 +201,6 @@ def render_each(result: Any, options: AuditOptions) -> dict[str, str]:
     return {name: renderer(name)(result, color=colour) if name == "text" else renderer(name)(result) for name in names}
 
 
-def render_all(result: Any, options: AuditOptions) -> tuple[str, dict[str, str]]:
-    """Standard output's report, and each file's by path (rendered before anything is written)."""
-    rendered = render_each(result, options)
-    return rendered[options.output_format], {path: rendered[name] for name, path in options.output_files.items()}
-
-
 def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> None:
     """Render every report, write the files (all or none), then standard output."""
     from auditor.atomic import DestinationKind, write_outputs
