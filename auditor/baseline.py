@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -189,6 +190,12 @@ def load_report(path: str, what: str = "report") -> dict[str, Any]:
         raise AuditError(f"{path}:{error.lineno}: {what} is not JSON: {error.msg}") from None
     except RecursionError:
         raise AuditError(f"{path}: {what} is nested too deeply") from None
+    except ValueError:  # an integer beyond Python's 4,300-digit conversion limit
+        number = _LONG_NUMBER.search(text)
+        line, digits = (text.count("\n", 0, number.start()) + 1, len(number.group())) if number else (None, 0)
+        raise AuditError(f"{path}{f':{line}' if line else ''}: {what} holds an integer too large to read "
+                         f"({digits:,} digits)") from None
+    _refuse_lone_surrogates(path, what, text, report)
     import jsonschema
 
     from auditor.config_files import load_schema
@@ -204,6 +211,35 @@ def load_report(path: str, what: str = "report") -> dict[str, Any]:
         raise AuditError(f"{path}: {what} is not a valid audit JSON report: {where or '(top level)'}: {message}{hint}")
     valid: dict[str, Any] = report
     return valid
+
+
+_LONG_NUMBER = re.compile(r"\d{4301,}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _strings(data: Any) -> Iterator[str]:
+    """Every string in decoded JSON, keys included (iteratively: a report may be deep)."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _refuse_lone_surrogates(path: str, what: str, text: str, report: Any) -> None:
+    """A `\\ud800` escape decodes to a lone surrogate, which no report can print: refuse it, with its line."""
+    for string in _strings(report):
+        found = _SURROGATE.search(string)
+        if found:
+            code = f"\\u{ord(found.group()):04x}"
+            escape = re.search(re.escape(code), text, re.IGNORECASE)
+            where = f"{path}:{text.count(chr(10), 0, escape.start()) + 1}" if escape else path
+            raise AuditError(f"{where}: {what} is not valid: a string holds a lone UTF-16 surrogate {code}")
 
 
 # --- an audit with a baseline applied ----------------------------------------------

@@ -10,15 +10,16 @@ counts are called in a report is the report's business (auditor/report/).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor import baseline as baseline_module
 from auditor.baseline import Baseline
 from auditor.cilium import config as cilium_config
+from auditor.duplicates import DuplicateObject, find_duplicates
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
-from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied
+from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied, own_labels
 from auditor.model import (
     ClusterInfo,
     Finding,
@@ -26,8 +27,6 @@ from auditor.model import (
     ObjectRef,
     RuleStatus,
     Severity,
-    group_kind,
-    split_api_version,
 )
 from auditor.posture import Posture
 from auditor.registry import RuleSet
@@ -104,6 +103,8 @@ class AuditResult:
     baseline: Baseline | None = None
     # A fleet audit (auditor.fleet): each cluster, in the order they were given. Empty otherwise.
     fleet: list[FleetCluster] = field(default_factory=list)
+    # Identities defined more than once in the input (auditor/duplicates.py): every report lists them.
+    duplicates: list[DuplicateObject] = field(default_factory=list)
 
     @property
     def failing(self) -> list[Finding]:
@@ -183,16 +184,6 @@ class AuditResult:
         return replace(self, baseline=Baseline(path, report, comparison))
 
 
-def _labels_lookup(snapshot: Snapshot) -> Callable[[Finding], dict[str, Any]]:
-    def labels_of(finding: Finding) -> dict[str, Any]:
-        ref = finding.object
-        group, _ = split_api_version(ref.api_version)
-        obj = snapshot.get(group_kind(group, ref.kind), ref.namespace, ref.name)
-        return obj.labels if obj is not None else {}
-
-    return labels_of
-
-
 def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig) -> RuleResult:
     severity = posture.severity_overrides.get(rule.id, rule.severity)
     result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
@@ -233,7 +224,7 @@ def run(
 ) -> AuditResult:
     cilium = cilium_config.resolve(snapshot)
     matcher = ExceptionMatcher(exceptions, as_of)
-    labels_of = _labels_lookup(snapshot)
+    labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
     for rule in rule_set.rules:
         result = _run_rule(rule, snapshot, posture, cilium)
@@ -266,4 +257,5 @@ def run(
         fail_on=fail_on,
         require_complete=require_complete,
         notes=list(posture.notes),
+        duplicates=find_duplicates(snapshot.objects),
     )

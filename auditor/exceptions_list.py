@@ -4,6 +4,11 @@ Entries are indexed by rule, and their globs compiled once, so matching stays
 cheap on clusters with many findings. Every entry reports what became of it:
 used, unused (matched nothing: stale, remove it), expired (its date passed:
 the findings fail again), or inactive (none of its rules ran).
+
+Label matching looks at the labels of the object each finding is about
+(`Finding.labels`), never at another object that happens to share its
+identity: with a base and an overlay in two files, the labelled one must not
+except the unlabelled one (issue 10).
 """
 
 from __future__ import annotations
@@ -12,17 +17,22 @@ import datetime as dt
 import enum
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import translate
 from importlib import resources
-from typing import Callable, Pattern
+from re import Pattern
 
 from auditor.config_files import load_validated, unknown_rule
 from auditor.errors import ConfigError
-from auditor.model import AppliedException, Finding
+from auditor.model import AppliedException, Finding, K8sObject, group_kind, split_api_version, string_labels
+from auditor.snapshot import Snapshot
 
 SCHEMA = "exceptions.schema.json"
 DEFAULT_FILE = "exceptions.yaml"
+
+# The labels of a finding's own object; None when they cannot be told (label matches then fail).
+LabelsOf = Callable[[Finding], Mapping[str, str] | None]
 
 
 class EntryStatus(enum.Enum):
@@ -51,7 +61,8 @@ class ExceptionEntry:
     ticket: str | None = None
     line: int | None = None
 
-    def matches(self, finding: Finding, labels: dict) -> bool:
+    def matches(self, finding: Finding, labels: Mapping[str, str] | None) -> bool:
+        """Whether the entry covers `finding`; `labels` None (unknown) never satisfies a label match."""
         ref = finding.object
         if self.kind is not None and not self.kind.match(ref.kind):
             return False
@@ -61,8 +72,10 @@ class ExceptionEntry:
             return False
         if self.object_name is not None and not self.object_name.match(ref.name):
             return False
+        if self.labels and labels is None:
+            return False
         for key, pattern in self.labels.items():
-            value = labels.get(key)
+            value = labels.get(key) if labels is not None else None
             if not isinstance(value, str) or not pattern.match(value):
                 return False
         return True
@@ -104,21 +117,23 @@ class ExceptionMatcher:
                 self._by_rule.setdefault(rule_id, []).append(entry)
         self._matched: dict[str, int] = {entry.name: 0 for entry in exceptions.entries}
 
-    def apply(self, finding: Finding, labels_of: Callable[[Finding], dict]) -> ExceptionEntry | None:
+    def apply(self, finding: Finding, labels_of: LabelsOf) -> ExceptionEntry | None:
         """The first live entry (in file order) that excepts `finding`, if any.
 
         Expired entries that match are counted (reports say what expired
-        exceptions would still cover) but never except anything.
+        exceptions would still cover) but never except anything. `labels_of`
+        is asked only when an entry matches on labels.
         """
         candidates = self._by_rule.get(finding.rule)
         if not candidates:
             return None
-        labels: dict | None = None
+        labels: Mapping[str, str] | None = None
+        looked_up = False
         chosen: ExceptionEntry | None = None
         for entry in candidates:
-            if entry.labels and labels is None:
-                labels = labels_of(finding)
-            if entry.matches(finding, labels or {}):
+            if entry.labels and not looked_up:
+                labels, looked_up = labels_of(finding), True
+            if entry.matches(finding, labels):
                 self._matched[entry.name] += 1
                 if chosen is None and not entry.expired(self.as_of):
                     chosen = entry
@@ -138,6 +153,40 @@ class ExceptionMatcher:
                 status = EntryStatus.UNUSED
             report.append(ExceptionUsage(entry, status, matched))
         return report
+
+
+def own_labels(snapshot: Snapshot) -> LabelsOf:
+    """How to find the labels of the object each finding is about, in `snapshot`.
+
+    A finding built with `Rule.finding` carries them. One built by hand
+    (from an `ObjectRef` and a `Source`) does not: its object is then the one
+    with its identity, or, when several objects share that identity, the one
+    read where the finding points. When that still does not single one out,
+    the labels are unknown and no label-matching entry excepts the finding:
+    an exception never rests on another object's labels.
+    """
+    index: dict[tuple[str, str | None, str], list[K8sObject]] | None = None
+
+    def labels_of(finding: Finding) -> Mapping[str, str] | None:
+        nonlocal index
+        if finding.labels is not None:
+            return dict(finding.labels)
+        if index is None:
+            index = {}
+            for obj in snapshot.objects:
+                index.setdefault((obj.gk, obj.namespace, obj.name), []).append(obj)
+        ref = finding.object
+        group, _ = split_api_version(ref.api_version)
+        candidates = index.get((group_kind(group, ref.kind), ref.namespace, ref.name), [])
+        if not candidates:
+            return {}  # no such object in the input (a namespace only implied by its objects): no labels
+        if len(candidates) > 1:
+            candidates = [obj for obj in candidates if obj.source == finding.source]
+        if len(candidates) != 1:
+            return None  # several objects, and the finding does not say which one
+        return string_labels(candidates[0].labels)
+
+    return labels_of
 
 
 def applied(entry: ExceptionEntry) -> AppliedException:

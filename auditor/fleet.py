@@ -113,6 +113,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         require_complete=any(result.require_complete for _, result in parts),
         notes=notes,
         fleet=list(clusters or []),
+        duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
     )
 
 

@@ -227,6 +227,12 @@ class Finding:
     Rules fill `object`, `message` and `source`; the engine stamps `rule` and
     `severity` (a rule may set `severity` itself when one check yields findings
     of different weight) and decides `status` from the exception list.
+
+    `labels` are the string labels of the very object the finding is about
+    (`Rule.finding` fills them): two objects can share one identity (a base and
+    an overlay in two files), so exception entries matching on labels must see
+    this object's, not those of whichever object the snapshot indexes under the
+    name. None: not carried; the engine then resolves them, failing closed.
     """
 
     object: ObjectRef
@@ -237,6 +243,7 @@ class Finding:
     status: FindingStatus = FindingStatus.FAILED
     exception: AppliedException | None = None
     cluster: str | None = None
+    labels: tuple[tuple[str, str], ...] | None = None
 
     @property
     def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, str]:

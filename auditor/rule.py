@@ -22,7 +22,7 @@ from typing import ClassVar
 from auditor.cilium import keys
 from auditor.cilium.config import Anchor, CiliumConfig, Setting
 from auditor.cilium.helm_values import HelmValues
-from auditor.model import Finding, K8sObject, ObjectRef, Severity
+from auditor.model import Finding, K8sObject, ObjectRef, Severity, string_labels
 from auditor.posture import Posture, UndeclaredRead, declared_view
 from auditor.snapshot import CoverageState, Snapshot
 from auditor.versions import Version, parse_version
@@ -124,8 +124,9 @@ class Rule:
         raise NotImplementedError
 
     def finding(self, obj: K8sObject, message: str, severity: Severity | None = None) -> Finding:
-        """A finding about `obj`, pointing at where it was read."""
-        return Finding(object=obj.ref, message=message, source=obj.source, severity=severity)
+        """A finding about `obj`, pointing at where it was read, carrying its labels (for exceptions)."""
+        labels = tuple(sorted(string_labels(obj.labels).items()))
+        return Finding(object=obj.ref, message=message, source=obj.source, severity=severity, labels=labels)
 
     @classmethod
     def requirements(cls) -> tuple[AnyOf, ...]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from auditor.config_files import load_schema
-from tests.conftest import FIXTURES, ROOT, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 DRIFTED = FIXTURES / "clusters" / "drifted.json"
 CLEAN = FIXTURES / "clusters" / "clean.json"
@@ -19,11 +20,13 @@ POSTURE = FIXTURES / "clusters" / "bench-posture.yaml"
 AS_OF = ("--as-of", "2026-11-29", "--posture", str(POSTURE))
 
 
-def _json_report(*args: str) -> tuple[int, dict]:
+def _json_report(*args: str) -> tuple[int, dict[str, Any]]:
     result = run_cli(*args, "--format", "json", *AS_OF)
     assert "Traceback" not in result.stderr, result.stderr
     report = json.loads(result.stdout)
-    jsonschema.Draft202012Validator(load_schema("report.schema.json"), format_checker=jsonschema.FormatChecker()).validate(report)
+    validator = jsonschema.Draft202012Validator(load_schema("report.schema.json"),
+                                                format_checker=jsonschema.FormatChecker())
+    validator.validate(report)
     return result.code, report
 
 
@@ -44,9 +47,11 @@ def test_drifted_cluster_fails_with_exit_1_and_names_every_drift() -> None:
         ("nodeport-service-not-excepted", "Service", "mlflow", "mlflow-nodeport"),
     }
     excepted = {(f["object"]["name"], f["exception"]["name"]) for f in report["findings"] if f["status"] == "excepted"}
-    assert excepted == {("cilium-gateway-edge", "gateway-services"), ("kubernetes-dashboard-nodeport", "kubernetes-dashboard")}
+    assert excepted == {("cilium-gateway-edge", "gateway-services"),
+                        ("kubernetes-dashboard-nodeport", "kubernetes-dashboard")}
     assert report["summary"]["complete"] is True
-    assert {e["name"]: e["status"] for e in report["exceptions"]} == {"kubernetes-dashboard": "used", "gateway-services": "used"}
+    statuses = {e["name"]: e["status"] for e in report["exceptions"]}
+    assert statuses == {"kubernetes-dashboard": "used", "gateway-services": "used"}
 
 
 def test_findings_point_at_file_and_line() -> None:
@@ -76,7 +81,8 @@ def test_fail_on_threshold() -> None:
 def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
     services_only = tmp_path / "svc.json"
     report = json.loads(DRIFTED.read_text(encoding="utf-8"))
-    report["items"] = [item for item in report["items"] if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
+    report["items"] = [item for item in report["items"]
+                       if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
     services_only.write_text(json.dumps(report), encoding="utf-8")
     relaxed = run_cli(str(services_only), *AS_OF)
     assert relaxed.code == 0, relaxed.stdout
@@ -88,7 +94,8 @@ def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
 
 
 def test_usage_errors_are_exit_2_one_line() -> None:
-    for args in (["--rule", "no-such-rule", str(CLEAN)], ["--format", "yaml", str(CLEAN)], ["--as-of", "yesterday", str(CLEAN)]):
+    for args in (["--rule", "no-such-rule", str(CLEAN)], ["--format", "yaml", str(CLEAN)],
+                 ["--as-of", "yesterday", str(CLEAN)]):
         result = run_cli(*args)
         assert result.code == 2, (args, result)
         assert "Traceback" not in result.stderr
@@ -116,7 +123,7 @@ def test_yaml_dump_gives_the_same_verdict_as_json(tmp_path: Path) -> None:
     as_yaml.write_text(yaml.safe_dump(json.loads(DRIFTED.read_text(encoding="utf-8"))), encoding="utf-8")
     _, from_json = _json_report(str(DRIFTED))
     _, from_yaml = _json_report(str(as_yaml))
-    def strip(report: dict) -> list:
+    def strip(report: dict[str, Any]) -> list[tuple[Any, ...]]:
         # Messages cite where cilium-config was read: the file and line differ by format.
         return [(f["rule"], f["status"], f["object"], re.sub(r"\([^()]*:\d+\)", "(where)", f["message"]))
                 for f in report["findings"]]
@@ -159,7 +166,8 @@ def test_folder_input_reports_relative_files(tmp_path: Path) -> None:
         "# smtp for the LAN\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: smtp\n  namespace: mail\n"
         "spec:\n  type: LoadBalancer\n  ports:\n    - port: 25\n", encoding="utf-8")
     (tree / "apps" / "mail" / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [service.yaml]\n", encoding="utf-8")
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [service.yaml]\n",
+        encoding="utf-8")
     (tree / ".git").mkdir()
     (tree / ".git" / "junk.yaml").write_text("{{ not yaml", encoding="utf-8")
     result = run_cli("repo", "--format", "json", "--rule", "lb-service-not-excepted", *AS_OF, cwd=tmp_path)
@@ -177,7 +185,8 @@ def test_rules_and_explain() -> None:
     assert ids == sorted(ids) and "etp-local-under-l2" in ids
     explained = run_cli("explain", "etp-local-under-l2")
     assert explained.code == 0
-    assert "Why" in explained.stdout and "Fix" in explained.stdout and "externalTrafficPolicy: Local" in explained.stdout
+    assert "Why" in explained.stdout and "Fix" in explained.stdout
+    assert "externalTrafficPolicy: Local" in explained.stdout
     assert run_cli("explain", "nope").code == 2
 
 
@@ -228,3 +237,144 @@ def test_escape_sequences_from_the_input_reach_the_terminal_as_text(tmp_path: Pa
         assert result.code == 1
         assert "\u0007" not in result.stdout and "\u001b]" not in result.stdout and "\u001b[2J" not in result.stdout
         assert "\\x1b]0;pwned\\x07\\x1b[2J" in result.stdout.replace("\n", "")
+
+
+# --- objects defined twice: visible in every report (issue 10, item 2) -------------------------
+
+LB_EDGE = "apiVersion: v1\nkind: Service\nmetadata: {name: edge, namespace: app}\nspec: {type: LoadBalancer}\n"
+
+
+def test_duplicate_identities_are_visible_in_every_format(tmp_path: Path, schemas: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    for folder in ("base", "overlay"):
+        (tmp_path / "repo" / folder).mkdir(parents=True)
+        (tmp_path / "repo" / folder / "svc.yaml").write_text(LB_EDGE, encoding="utf-8")
+    args = ("repo", "--rule", "lb-service-not-excepted", "--as-of", "2026-11-29")
+    outputs = {name: run_cli(*args, "--format", name, cwd=tmp_path)
+               for name in ("text", "json", "junit", "sarif", "markdown")}
+    # The two findings fail; the duplicate itself changes nothing.
+    assert {result.code for result in outputs.values()} == {1}, outputs
+    assert ("warning: Service/app/edge is defined 2 times in the input (repo/base/svc.yaml:1, repo/overlay/svc.yaml:1)"
+            in outputs["text"].stdout)
+    report = json.loads(outputs["json"].stdout)
+    jsonschema.Draft202012Validator(load_schema("report.schema.json")).validate(report)
+    assert report["duplicateObjects"] == [{
+        "object": {"apiVersion": "v1", "kind": "Service", "namespace": "app", "name": "edge"},
+        "definitions": [{"file": "repo/base/svc.yaml", "line": 1}, {"file": "repo/overlay/svc.yaml", "line": 1}],
+    }]
+    junit_path = tmp_path / "audit.xml"
+    junit_path.write_text(outputs["junit"].stdout, encoding="utf-8")
+    errors = list(xmlschema.XMLSchema(str(schemas / "jenkins-junit-10.xsd")).iter_errors(str(junit_path)))
+    assert not errors, errors[:3]
+    (case,) = [c for c in ET.fromstring(outputs["junit"].stdout).iter("testcase") if c.get("classname") == "(input)"]
+    assert case.get("name") == "duplicate Service/app/edge"
+    skipped = case.find("skipped")
+    assert skipped is not None and "repo/base/svc.yaml:1, repo/overlay/svc.yaml:1" in skipped.get("message", "")
+    sarif = json.loads(outputs["sarif"].stdout)
+    sarif_schema = json.loads((schemas / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(sarif_schema).validate(sarif)
+    (note,) = [n for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+               if n["descriptor"]["id"] == "duplicate-object"]
+    assert note["level"] == "warning"
+    assert [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in note["locations"]] == [
+        "repo/base/svc.yaml", "repo/overlay/svc.yaml"]
+    assert "### Objects defined more than once" in outputs["markdown"].stdout
+    assert "| `Service/app/edge` | `repo/base/svc.yaml:1`, `repo/overlay/svc.yaml:1` |" in outputs["markdown"].stdout
+
+
+def test_no_duplicates_no_trace_in_the_reports() -> None:
+    text = run_cli(str(DRIFTED), *AS_OF).stdout
+    assert "defined 2 times" not in text and "warning:" not in text
+    assert json.loads(run_cli(str(DRIFTED), "--format", "json", *AS_OF).stdout)["duplicateObjects"] == []
+    assert "(input)" not in run_cli(str(DRIFTED), "--format", "junit", *AS_OF).stdout
+
+
+# --- fleet headings (issue 10, item 14) --------------------------------------------------------
+
+
+def test_fleet_rule_with_failed_findings_is_headed_failed_when_another_cluster_errored(tmp_path: Path) -> None:
+    from auditor import engine, exceptions_list, registry
+    from auditor.engine import FleetCluster
+    from auditor.fleet import merge_fleet
+    from auditor.model import ClusterInfo
+    from auditor.posture import Posture
+    from auditor.report import renderer
+    from auditor.snapshot import Coverage, CoverageState, Snapshot
+    from auditor.sources.files import read_paths
+    from tests.conftest import AS_OF as AS_OF_DATE
+
+    (tmp_path / "svc.yaml").write_text(LB_EDGE, encoding="utf-8")
+    rules = registry.select(registry.load_rules(plugins=False), ["lb-service-not-excepted"])
+    none = exceptions_list.ExceptionList("(none)", [])
+    lab = engine.run(read_paths([str(tmp_path / "svc.yaml")]), rules, none, Posture(), as_of=AS_OF_DATE)
+    forbidden = Coverage(CoverageState.FAILED, "services: HTTP 403")
+    unreadable = Snapshot.build([], mode="snapshot", listed={"Service": forbidden})
+    prod = engine.run(unreadable, rules, none, Posture(), as_of=AS_OF_DATE)
+    clusters = [FleetCluster("lab", ClusterInfo(context="lab"), lab.exit_code, lab.complete),
+                FleetCluster("prod", ClusterInfo(context="prod"), prod.exit_code, prod.complete)]
+    merged = merge_fleet([("lab", lab), ("prod", prod)], Snapshot.build([], mode="fleet"), clusters)
+    assert merged.rules[0].status.value == "error"
+    text = renderer("text")(merged)
+    assert "FAILED lb-service-not-excepted (error)" in text and "EXCEPTED" not in text
+    assert "  fix: Change the Service to type ClusterIP" in text
+    assert "ERROR lb-service-not-excepted: prod: services: HTTP 403" in text
+
+
+# --- zero rules (issue 10, item 10) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command, extra", [
+    ((), ()),
+    ((), ("--require-complete",)),
+    (("live",), ("--kubeconfig", "/nonexistent/kubeconfig")),  # refused before any cluster is contacted
+], ids=["offline", "require-complete", "live"])
+def test_selecting_no_rule_is_a_usage_error_not_a_pass(tmp_path: Path, command: tuple[str, ...],
+                                                       extra: tuple[str, ...]) -> None:
+    json_path = tmp_path / "audit.json"
+    paths = () if command else (str(CLEAN),)
+    result = run_cli(*command, *paths, "--rule", "lb-service-not-excepted", "--skip-rule", "lb-service-not-excepted",
+                     "--json", str(json_path), *extra)
+    assert result.code == 2, result
+    assert result.stderr == ("audit: error: no rule selected: --rule/--skip-rule leave nothing to run "
+                             "(see `audit rules`)\n")
+    assert result.stdout == "" and not json_path.exists()
+
+
+# --- hostile baselines (issue 10, item 11) ----------------------------------------------------------
+
+
+def _baseline_with(tmp_path: Path, old: str, new: str) -> Path:
+    report = run_cli(str(DRIFTED), "--format", "json", *AS_OF).stdout
+    assert old in report
+    path = tmp_path / "baseline.json"
+    path.write_text(report.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def test_baseline_with_a_five_thousand_digit_integer_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = _baseline_with(tmp_path, '"ignoredDocuments": 0', '"ignoredDocuments": ' + "9" * 5000)
+    line = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "9" * 5000 in text)
+    for args in ((str(DRIFTED), "--baseline", str(path), *AS_OF), ("diff", str(path), str(path))):
+        result = run_cli(*args)
+        assert result.code == 2, result
+        assert result.stderr.endswith(f"{path}:{line}: baseline holds an integer too large to read (5,000 digits)\n"
+                                      if args[0] != "diff" else
+                                      f"{path}:{line}: report holds an integer too large to read (5,000 digits)\n")
+        assert result.stdout == ""
+
+
+@pytest.mark.parametrize("old, new, code", [('"asOf": "2026-11-29"', '"asOf": "2026-11-29\\ud800"', "\\ud800"),
+                                            ('"name": "mailpit-smtp"', '"name": "mailpit\\udc00smtp"', "\\udc00")],
+                         ids=["asOf", "object-name"])
+def test_baseline_with_a_lone_surrogate_is_refused_in_one_line(tmp_path: Path, old: str, new: str, code: str) -> None:
+    path = _baseline_with(tmp_path, old, new)
+    line = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if code in text)
+    for output in ("text", "json"):
+        result = run_cli(str(DRIFTED), "--baseline", str(path), "--format", output, *AS_OF)
+        assert result.code == 2, result
+        assert result.stderr == (f"audit: error: {path}:{line}: baseline is not valid: a string holds a lone UTF-16 "
+                                 f"surrogate {code}\n")
+        assert result.stdout == ""

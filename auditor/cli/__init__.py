@@ -44,7 +44,9 @@ class AuditGroup(click.Group):
         import importlib
 
         module_name, _, attribute = spec.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command), spec
+        return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
@@ -64,6 +66,24 @@ class AuditGroup(click.Group):
 @click.version_option(__version__, "--version", prog_name="audit", message="%(prog)s %(version)s")
 def cli() -> None:
     """Audit a Kubernetes cluster's Cilium-based exposure for drift and compliance."""
+
+
+def _own_data_file(error: BaseException) -> str | None:
+    """The auditor's own file (rule index, schema, bundled list) an OSError is about, if it is one.
+
+    When the installation cannot be read by the user running it (a checkout under
+    a folder others cannot enter), that is a setup error to name, not an auditor bug.
+    """
+    filename = getattr(error, "filename", None) if isinstance(error, OSError) else None
+    if not isinstance(filename, str):
+        return None
+    roots = []
+    for name in ("auditor", "auditor_rules"):  # the package and its rules: their data files
+        location = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(location, str):
+            roots.append(os.path.dirname(os.path.abspath(location)))
+    path = os.path.abspath(filename)
+    return path if any(os.path.commonpath([path, root]) == root for root in roots) else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,9 +107,16 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as error:  # an auditor bug: still one line, and never a pass
+        own = _own_data_file(error)
+        if own is not None:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            click.echo(f"audit: error: {own}: cannot read the auditor's own data: {reason} "
+                       "(the installation must be readable by the user running audit)", err=True)
+            sys.exit(EXIT_USAGE)
         if os.environ.get("AUDIT_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else ""
-        click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)", err=True)
+        click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)",
+                   err=True)
         sys.exit(EXIT_INCOMPLETE)
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,22 +6,51 @@ import datetime as dt
 import functools
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import click
 
+from auditor.errors import AuditError
 from auditor.model import Severity
 from auditor.report import FORMATS
 
 FILE_FORMATS = tuple(name for name in FORMATS if name != "text")
 SEVERITIES = tuple(severity.value for severity in Severity.highest_first())
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """One report asked for: its format, where (`-`: standard output), and the option that asked."""
+
+    format: str
+    path: str
+    option: str  # "--json out.json", "--format json", or "the text report" (the default)
+
+    @property
+    def default(self) -> bool:
+        return self.option == DEFAULT_REPORT
+
+
+DEFAULT_REPORT = "the text report"
+
+
+def report_requests(output_format: str | None, files: dict[str, str | None]) -> list[ReportRequest]:
+    """The reports the options ask for, in order: the standard output one (given or default) first."""
+    requests = [ReportRequest(name, path, f"--{name} {path}") for name, path in files.items() if path]
+    if output_format is not None:
+        requests.insert(0, ReportRequest(output_format, STDOUT, f"--format {output_format}"))
+    elif not any(request.path == STDOUT for request in requests):
+        requests.insert(0, ReportRequest("text", STDOUT, DEFAULT_REPORT))
+    return requests
 
 
 @dataclass
 class AuditOptions:
-    output_format: str
-    output_files: dict[str, str]
+    output_format: str  # the report on standard output
+    output_files: dict[str, str]  # format -> FILE of the other reports
     exceptions_file: str | None
     posture_file: str | None
     fail_on: str
@@ -31,6 +60,9 @@ class AuditOptions:
     as_of: dt.date | None
     color: bool | None
     baseline_file: str | None = None
+    # Every report asked for, checked together (`check_outputs`): two of them on standard output,
+    # or in one file, is an error. Empty: `output_format` on stdout plus `output_files`.
+    requests: list[ReportRequest] = field(default_factory=list)
 
 
 def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -42,14 +74,15 @@ def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from None
 
 
-def audit_options(command: Callable) -> Callable:
+def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the options every auditing command takes, collected into `options: AuditOptions`."""
     decorators = [
-        click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default="text", show_default=True,
-                     help="Report format on standard output."),
+        click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default=None,
+                     help="Report format on standard output (default: text, unless a FILE option is -)."),
         *[
-            click.option(f"--{name}", f"file_{name}", metavar="FILE", type=click.Path(dir_okay=False),
-                         help=f"Also write the {name} report to FILE (atomically).")
+            click.option(f"--{name}", f"file_{name}", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+                         help=f"Also write the {name} report to FILE (- for standard output; a regular file is "
+                              "replaced atomically, a FIFO or device written as a stream).")
             for name in FILE_FORMATS
         ],
         click.option("--exceptions", "exceptions_file", metavar="FILE", type=click.Path(dir_okay=False),
@@ -61,7 +94,8 @@ def audit_options(command: Callable) -> Callable:
         click.option("--require-complete", is_flag=True,
                      help="Exit 3 when a selected rule could not run on the data it needs."),
         click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Run only this rule (repeatable)."),
-        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Do not run this rule (repeatable)."),
+        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID",
+                     help="Do not run this rule (repeatable)."),
         click.option("--as-of", callback=_parse_date, metavar="DATE",
                      help="Judge exception expiry as of DATE (YYYY-MM-DD; default: today, UTC)."),
         click.option("--color/--no-color", default=None,
@@ -74,9 +108,11 @@ def audit_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         files = {name: kwargs.pop(f"file_{name}") for name in FILE_FORMATS}
+        requests = report_requests(kwargs.pop("output_format"), files)
         options = AuditOptions(
-            output_format=kwargs.pop("output_format"),
-            output_files={name: path for name, path in files.items() if path},
+            output_format=next(r.format for r in requests if r.path == STDOUT),
+            output_files={r.format: r.path for r in requests if r.path != STDOUT},
+            requests=requests,
             exceptions_file=kwargs.pop("exceptions_file"),
             posture_file=kwargs.pop("posture_file"),
             fail_on=kwargs.pop("fail_on"),
@@ -102,6 +138,34 @@ class Prepared:
     exceptions: Any
     posture: Any
     baseline: Any = None  # the --baseline report (a dict), validated before any input is read
+    # (format, where it goes) of every report, checked before any input is read.
+    destinations: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def check_outputs(options: AuditOptions) -> list[tuple[str, Any]]:
+    """Every report destination, checked together before anything is read or written (auditor/atomic.py).
+
+    Settles `options.output_format` (the report on standard output) and
+    `options.output_files` (the others) from where each path really leads.
+    """
+    from auditor.atomic import DestinationKind, check_destination, check_distinct, stdout_is_closed
+
+    requests = options.requests or report_requests(options.output_format, dict(options.output_files))
+    checked = [(r.format, replace(check_destination(r.path, f"{r.format} report"), option=r.option), r)
+               for r in requests]
+    on_stdout = [request for _, d, request in checked if d.kind is DestinationKind.STDOUT]
+    if len(on_stdout) > 1 and on_stdout[0].default:
+        checked = [item for item in checked if not item[2].default]  # it gives way to `--json /dev/stdout`
+    destinations = [(name, destination) for name, destination, _ in checked]
+    check_distinct([destination for _, destination in destinations])
+    # One report always goes to standard output: a `-` path, or the default text report.
+    stdout_name = next(name for name, d in destinations if d.kind is DestinationKind.STDOUT)
+    if stdout_is_closed():
+        raise AuditError(f"standard output is closed: nowhere to write the {stdout_name} report "
+                         "(redirect it, e.g. >/dev/null, rather than closing it)")
+    options.output_format = stdout_name
+    options.output_files = {name: d.path for name, d in destinations if d.kind is not DestinationKind.STDOUT}
+    return destinations
 
 
 def prepare(options: AuditOptions) -> Prepared:
@@ -109,6 +173,10 @@ def prepare(options: AuditOptions) -> Prepared:
 
     all_rules = registry.load_rules()  # once per run: plugins are imported and checked once
     rule_set = registry.select(all_rules, options.only_rules, options.skip_rules)
+    destinations = check_outputs(options)
+    if not rule_set.rules and not rule_set.broken:
+        # Nothing would be checked, and "PASS" would claim otherwise (with --require-complete and live too).
+        raise AuditError("no rule selected: --rule/--skip-rule leave nothing to run (see `audit rules`)")
     exceptions = exceptions_list.load(options.exceptions_file or exceptions_list.default_path())
     exceptions.check_rules(all_rules.ids)
     posture_config = posture.load(options.posture_file or posture.default_path())
@@ -118,7 +186,7 @@ def prepare(options: AuditOptions) -> Prepared:
         from auditor.baseline import load_report
 
         baseline_report = load_report(options.baseline_file, "baseline")
-    return Prepared(rule_set, exceptions, posture_config, baseline_report)
+    return Prepared(rule_set, exceptions, posture_config, baseline_report, destinations)
 
 
 def use_colour(options: AuditOptions) -> bool:
@@ -127,21 +195,32 @@ def use_colour(options: AuditOptions) -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def render_all(result: Any, options: AuditOptions) -> tuple[str, dict[str, str]]:
-    """Render stdout and every requested file before writing anything."""
+def render_each(result: Any, options: AuditOptions) -> dict[str, str]:
+    """Every requested report by format (standard output's and the files'), rendered before anything is written."""
     from auditor.report import renderer
 
     colour = use_colour(options)
-    rendered: dict[str, str] = {}
+    names = dict.fromkeys([options.output_format, *options.output_files])
+    return {name: renderer(name)(result, color=colour) if name == "text" else renderer(name)(result) for name in names}
 
-    def render(name: str) -> str:
-        if name not in rendered:
-            rendered[name] = renderer(name)(result, color=colour) if name == "text" else renderer(name)(result)
-        return rendered[name]
 
-    stdout_text = render(options.output_format)
-    files = {path: render(name) for name, path in options.output_files.items()}
-    return stdout_text, files
+def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> None:
+    """Render every report, write the files (all or none), then standard output."""
+    from auditor.atomic import DestinationKind, write_outputs
+
+    destinations = prepared.destinations or check_outputs(options)
+    rendered = render_each(result, options)
+    write_outputs([(destination, rendered[name]) for name, destination in destinations
+                   if destination.kind is not DestinationKind.STDOUT])
+    stdout_text = rendered[options.output_format]
+    # click strips ANSI codes when stdout is not a terminal; --color forces them.
+    try:
+        click.echo(stdout_text, nl=False, color=(options.output_format == "text" and use_colour(options)) or None)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `audit ... | head`: the reader stopped reading. That changes nothing about the verdict, so the
+        # run still exits with it (a failing audit piped into head must not exit 0).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
@@ -163,16 +242,10 @@ def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
 
 def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     """Apply --baseline, write the reports, and return the exit code."""
-    from auditor.atomic import write_atomically
-
     if prepared.baseline is not None and options.baseline_file:
         result = result.with_baseline(prepared.baseline, options.baseline_file)
-    stdout_text, files = render_all(result, options)
-    for path, text in files.items():
-        write_atomically(path, text)
-    # click strips ANSI codes when stdout is not a terminal; --color forces them.
-    click.echo(stdout_text, nl=False, color=options.output_format == "text" and use_colour(options) or None)
-    return result.exit_code
+    write_reports(result, prepared, options)
+    return int(result.exit_code)
 
 
 def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from auditor.cli.common import AuditOptions, audit_options, finish, prepare
+from auditor.errors import InputError
+
+STDIN = "-"
+
+
+def stdin_is_closed() -> bool:
+    """Whether standard input cannot be read at all (`audit - <&-` starts Python without one)."""
+    stream = sys.stdin
+    if stream is None or getattr(stream, "closed", False):
+        return True
+    try:
+        os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError) as error:
+        # A stream without a descriptor (a test's stand-in) can still be read; a bad descriptor cannot.
+        return isinstance(error, OSError) and not isinstance(error, ValueError)
+    return False
 
 
 @click.command()
@@ -37,6 +56,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     from auditor.cilium.helm_values import read_values_file
     from auditor.sources.files import ReadLimits, read_paths
 
+    if STDIN in paths and stdin_is_closed():
+        raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     prepared = prepare(options)
     values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,

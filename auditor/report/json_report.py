@@ -11,8 +11,9 @@ from typing import Any
 
 from auditor import TOOL_NAME, __version__
 from auditor.baseline import Baseline
+from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
-from auditor.model import ClusterInfo, Finding, ObjectRef
+from auditor.model import ClusterInfo, Finding, ObjectRef, Source
 
 REPORT_VERSION = "1"
 
@@ -39,6 +40,20 @@ def finding_dict(finding: Finding, remediation: str | None = None) -> dict[str, 
         out["exception"] = {"name": finding.exception.name, "reason": finding.exception.reason}
     if remediation:
         out["remediation"] = remediation
+    return out
+
+
+def source_dict(source: Source | None) -> dict[str, Any]:
+    if source is None:
+        return {}
+    return {"file": source.path, **({"line": source.line} if source.line else {})}
+
+
+def duplicate_dict(duplicate: DuplicateObject) -> dict[str, Any]:
+    out: dict[str, Any] = {"object": object_dict(duplicate.object)}
+    if duplicate.cluster:
+        out["cluster"] = duplicate.cluster
+    out["definitions"] = [source_dict(source) for source in duplicate.sources]
     return out
 
 
@@ -140,6 +155,7 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         ],
         "ignoredDocuments": len(snapshot.ignored),
         "notes": list(result.notes),
+        "duplicateObjects": [duplicate_dict(duplicate) for duplicate in result.duplicates],
     }
     baseline = result.baseline
     if baseline is not None:  # --baseline: each finding new or unchanged, and what the baseline had that is gone

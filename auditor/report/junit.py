@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 
 from junit_xml import TestCase, TestSuite
 
+from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus
 
@@ -61,6 +62,21 @@ def _suite(rule: RuleResult) -> TestSuite:
     return TestSuite(rule.id, cases)
 
 
+# Not a rule id (ids are kebab-case), so it never clashes with a rule's suite.
+INPUT_SUITE = "(input)"
+
+
+def _input_suite(duplicates: list[DuplicateObject]) -> TestSuite:
+    """Objects defined more than once: skipped cases (shown, not failing: they do not change the exit code)."""
+    cases = []
+    for duplicate in duplicates:
+        case = TestCase(f"duplicate {duplicate.display}", classname=INPUT_SUITE)
+        where = ", ".join(str(source) if source else "(unknown place)" for source in duplicate.sources)
+        case.add_skipped_info(f"defined {duplicate.count} times in the input: {where}; each definition is audited")
+        cases.append(case)
+    return TestSuite(INPUT_SUITE, cases)
+
+
 # Characters XML 1.0 cannot carry, even escaped (control characters, lone
 # surrogates, U+FFFE/U+FFFF). Offline input can put them in object names and
 # messages; they are replaced so the report stays well-formed.
@@ -81,8 +97,11 @@ def _sanitize(element: ET.Element) -> None:
 def render(result: AuditResult) -> str:
     root = ET.Element("testsuites", {"name": "cilium-exposure-audit"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
-    for rule in result.rules:
-        suite = _suite(rule).build_xml_doc()
+    suites = [_suite(rule) for rule in result.rules]
+    if result.duplicates:
+        suites.append(_input_suite(result.duplicates))
+    for test_suite in suites:
+        suite = test_suite.build_xml_doc()
         suite.attrib.pop("disabled", None)
         suite.attrib.pop("time", None)  # no timings: the same input gives the same bytes
         for case in suite.iter("testcase"):

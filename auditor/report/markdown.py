@@ -155,6 +155,15 @@ def _unfinished_section(result: AuditResult) -> list[str]:
     return ["", "### Rules without a verdict", "", *_table(["Rule", "Status", "Reason"], rows)]
 
 
+def _duplicates_section(result: AuditResult) -> list[str]:
+    if not result.duplicates:
+        return []
+    rows = [[code(d.display), ", ".join(code(str(s)) if s else "?" for s in d.sources)] for d in result.duplicates]
+    return ["", "### Objects defined more than once", "",
+            "Each definition is audited; a rule looking an object up by name sees only the first.", "",
+            *_table(["Object", "Definitions"], rows)]
+
+
 def _exceptions_section(result: AuditResult) -> list[str]:
     items = []
     for usage in result.exceptions:
@@ -223,6 +232,7 @@ def render(result: AuditResult) -> str:
     lines += _unfinished_section(result)
     if baseline is not None:
         lines += _baseline_section(baseline)
+    lines += _duplicates_section(result)
     lines += _exceptions_section(result)
     passed = [code(r.id) for r in result.rules if r.status is RuleStatus.PASSED]
     if passed:

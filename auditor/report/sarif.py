@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 from auditor import TOOL_NAME, __version__
 from auditor.baseline import Baseline
+from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus, Severity
@@ -57,6 +58,7 @@ NOTIFICATIONS = [
     ("exception-expired", "An exception-list entry expired: the findings it covered fail again."),
     ("exception-unused", "An exception-list entry matched nothing: it is stale."),
     ("posture-note", "A remark about the posture the audit was judged against."),
+    ("duplicate-object", "An object is defined more than once in the input: each definition is audited."),
 ]
 _NOTIFICATION_INDEX = {name: index for index, (name, _) in enumerate(NOTIFICATIONS)}
 
@@ -177,6 +179,22 @@ def _notification(descriptor: str, level: str, text: str, rule: tuple[str, int] 
     return note
 
 
+def _duplicate_locations(duplicate: DuplicateObject, physical: bool, base: str) -> list[dict[str, Any]]:
+    """Each definition of a duplicated object: the file and line, and the object as a logical location."""
+    ref = duplicate.object
+    logical = {"name": ref.name, "fullyQualifiedName": duplicate.display, "kind": "resource"}
+    locations: list[dict[str, Any]] = []
+    for source in duplicate.sources:
+        location: dict[str, Any] = {}
+        if physical and source is not None and source.path and source.path != STDIN_NAME:
+            location["physicalLocation"] = {"artifactLocation": artifact_location(source.path, base)}
+            if source.line:
+                location["physicalLocation"]["region"] = {"startLine": source.line}
+        location["logicalLocations"] = [logical]
+        locations.append(location)
+    return locations
+
+
 def _rule_index(result: AuditResult) -> dict[str, int]:
     """Rule id -> index of its descriptor in `tool.driver.rules`."""
     rule_index: dict[str, int] = {}
@@ -189,8 +207,14 @@ def _rule_index(result: AuditResult) -> dict[str, int]:
     return rule_index
 
 
-def _execution_notifications(result: AuditResult) -> list[dict[str, Any]]:
-    """A rule that reached no verdict: an error, or a not-run (an error too under --require-complete)."""
+def _physical(result: AuditResult) -> bool:
+    """Whether findings point at files (offline input and snapshots), not only at objects of a cluster."""
+    return result.snapshot.mode in ("offline", "snapshot")
+
+
+def _execution_notifications(result: AuditResult, base: str) -> list[dict[str, Any]]:
+    """A rule that reached no verdict (an error, or a not-run: an error too under --require-complete),
+    and every object defined more than once in the input."""
     execution: list[dict[str, Any]] = []
     for index, rule_result in enumerate(result.rules):
         if rule_result.status is RuleStatus.ERROR:
@@ -200,6 +224,11 @@ def _execution_notifications(result: AuditResult) -> list[dict[str, Any]]:
             level = "error" if result.require_complete else "warning"
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
                                            (rule_result.id, index)))
+    for duplicate in result.duplicates:
+        notification = _notification("duplicate-object", "warning",
+                                     f"{duplicate.display} is defined {duplicate.count} times in the input")
+        notification["locations"] = _duplicate_locations(duplicate, _physical(result), base)
+        execution.append(notification)
     return execution
 
 
@@ -221,11 +250,11 @@ def _configuration_notifications(result: AuditResult) -> list[dict[str, Any]]:
     return configuration
 
 
-def _invocation(result: AuditResult) -> dict[str, Any]:
+def _invocation(result: AuditResult, base: str) -> dict[str, Any]:
     return {
         "executionSuccessful": result.complete,
         "exitCode": result.exit_code,
-        "toolExecutionNotifications": _execution_notifications(result),
+        "toolExecutionNotifications": _execution_notifications(result, base),
         "toolConfigurationNotifications": _configuration_notifications(result),
         "properties": {
             "asOf": result.as_of.isoformat(),
@@ -261,10 +290,10 @@ def _run_properties(result: AuditResult) -> dict[str, Any]:
 def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
     base = base or os.getcwd()
     rule_index = _rule_index(result)
-    physical = result.snapshot.mode in ("offline", "snapshot")
+    physical = _physical(result)
     run: dict[str, Any] = {
         "tool": {"driver": _driver(result)},
-        "invocations": [_invocation(result)],
+        "invocations": [_invocation(result, base)],
         "results": [_result(f, rule_index, physical, base, result.baseline) for f in result.findings],
         "columnKind": "unicodeCodePoints",
         "properties": _run_properties(result),

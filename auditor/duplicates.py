@@ -1,0 +1,71 @@
+"""Objects defined more than once in one scope: reported, never silently first-wins.
+
+One scope is what one `Snapshot` holds (an offline input, a cluster, one
+cluster of a fleet). In it, a Kubernetes object's identity is its group-kind,
+namespace and name (the key the API server keeps unique, without the
+version). Two definitions of one identity (a base and an overlay copied into
+two files, one manifest given twice) are both audited, each finding judged
+on its own object's labels; but which one a cluster ends up with is not
+something the input says, and a rule that looks an object up by name sees
+only one of them. So every report lists them.
+
+Designed for what comes next:
+
+- A source that knows how definitions combine (the GitOps reader: kustomize
+  bases, overlays and patches) resolves them *before* building the snapshot
+  of a scope, so legitimate overlays never reach this module; whatever still
+  shares an identity in a scope is a real ambiguity.
+- Each later definition is one problem of the file it is in
+  (`DuplicateObject.problems()`), ready for a per-file list of input problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from auditor.model import K8sObject, ObjectRef, Source
+
+Identity = tuple[str, str | None, str]  # (group-kind, namespace, name): Snapshot's index key
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateObject:
+    """One identity defined more than once in one scope, with every definition in input order."""
+
+    object: ObjectRef  # as the first definition names it
+    sources: tuple[Source | None, ...]
+    cluster: str | None = None  # the fleet member whose scope it is in
+
+    @property
+    def count(self) -> int:
+        return len(self.sources)
+
+    @property
+    def display(self) -> str:
+        return f"{self.cluster}: {self.object.display}" if self.cluster else self.object.display
+
+    def problems(self) -> Iterator[tuple[Source | None, str]]:
+        """Each definition after the first, as (where, what): one input problem of that file."""
+        first = self.sources[0]
+        where_first = str(first) if first is not None else "elsewhere in the input"
+        for source in self.sources[1:]:
+            yield source, f"defines {self.object.display} again (first defined at {where_first})"
+
+
+def identity(obj: K8sObject) -> Identity:
+    return (obj.gk, obj.namespace, obj.name)
+
+
+def find_duplicates(objects: Iterable[K8sObject]) -> list[DuplicateObject]:
+    """Every identity `objects` define more than once, sorted by identity (deterministic output)."""
+    by_identity: dict[Identity, list[K8sObject]] = {}
+    for obj in objects:
+        by_identity.setdefault(identity(obj), []).append(obj)
+    duplicates = [
+        DuplicateObject(definitions[0].ref, tuple(obj.source for obj in definitions))
+        for definitions in by_identity.values()
+        if len(definitions) > 1
+    ]
+    duplicates.sort(key=lambda duplicate: duplicate.object.sort_key)
+    return duplicates
