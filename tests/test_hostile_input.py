@@ -472,7 +472,7 @@ def test_one_gigabyte_file_is_refused_before_reading(tmp_path: Path, reports: Re
         stream.truncate(1024**3)  # sparse: nothing is written
     result = audit(tmp_path, reports, str(path), fresh=True)
     assert_refused(result, f"{path}:", "1,073,741,824 bytes, over the 805,306,368-byte limit", "--max-file-bytes")
-    assert result.max_rss_mb < 100 and result.seconds < 10, result
+    assert result.max_rss_mb < 100, result
     reports.untouched()
 
 
@@ -817,7 +817,7 @@ def test_stdin_pipe_of_zeros_stops_at_the_first_chunk(tmp_path: Path, reports: R
 
     result = audit(tmp_path, reports, "-", feeder=feeder, fresh=True)
     assert_refused(result, "<stdin>: binary file (contains NUL bytes)")
-    assert result.max_rss_mb < 100 and result.seconds < 10, result
+    assert result.max_rss_mb < 100, result
 
 
 def test_stdin_twice_and_no_input(tmp_path: Path, reports: Reports) -> None:
