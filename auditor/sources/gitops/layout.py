@@ -24,6 +24,7 @@ computed once and shared by every build that includes it.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class _Deployer:
 @dataclass
 class _State:
     placements: dict[ObjectId, list[Placement]] = field(default_factory=dict)
-    seen: set[tuple[ObjectId, str, str, str | None]] = field(default_factory=set)
+    seen: set[tuple[ObjectId, str, str, str | None, str]] = field(default_factory=set)
     cluster_files: dict[str, set[str]] = field(default_factory=dict)
     cluster_apps: dict[str, list[Application]] = field(default_factory=dict)
     values: list[HelmValuesSource] = field(default_factory=list)
@@ -321,7 +322,7 @@ class _Resolver:
 
     def _place(self, item: BuildItem, scope: str, application: Application | None, app_key: str) -> None:
         record = item.record
-        key = (record.id, scope, app_key, item.namespace.value)
+        key = (record.id, scope, app_key, item.namespace.value, item.name)
         if key in self.state.seen:
             return
         self.state.seen.add(key)
@@ -458,9 +459,12 @@ class _Resolver:
             if len({o.path for o in objects}) < 2:
                 continue
             where = ", ".join(str(o) for o in objects)
+            contents = {json.dumps(self.records[o].data, sort_keys=True, default=str) for o in objects}
+            # Identical copies may be one object applied twice; different ones cannot both be right.
+            how = "identical" if len(contents) == 1 else "different"
             self.notes.append(Note(Origin(objects[0].path, objects[0].line),
-                                   f"{len(objects)} cluster-scoped {gk} named {name} in scope {scope} ({where}): "
-                                   "a sign of two clusters in one scope"))
+                                   f"{len(objects)} cluster-scoped {gk} named {name} in scope {scope} ({how}: "
+                                   f"{where}): a sign of two clusters in one scope"))
 
 
 def _explicit_deployers(resolver: _Resolver, specs: Sequence[ClusterSpec]) -> list[tuple[_Deployer, str]]:

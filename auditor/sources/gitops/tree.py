@@ -205,7 +205,7 @@ def find_key_line(lines: list[str], start: int, end: int, keys: tuple[str, ...])
             return number
         value = match.group(3)
         if value is not None and _BLOCK_SCALAR.match(value):
-            scalar_indent = len(line) - len(line.lstrip())
+            scalar_indent = indent  # its content is indented deeper than the key that opens it
     return None
 
 
