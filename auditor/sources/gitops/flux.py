@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.sources.gitops.model import Note, Origin
-from auditor.sources.gitops.tree import ObjectRecord, ParsedFile, TreeFiles, normalize
+from auditor.sources.gitops.tree import ObjectRecord, ParsedFile, TreeFiles, child_key_line, normalize
 
 FLUX_KUSTOMIZATION_GK = "Kustomization.kustomize.toolkit.fluxcd.io"
 GIT_REPOSITORY_GK = "GitRepository.source.toolkit.fluxcd.io"
@@ -201,11 +201,16 @@ def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
                           f"Flux Kustomization {record.name} builds {source_kind} {source.get('name')}, "
                           "not this tree"))
     target = _text(spec.get("targetNamespace"))
-    target_origin = Origin(record.id.path, _line(parsed, record, "spec", "targetNamespace")) if target else None
+    target_origin: Origin | None = None
+    if target:
+        line = record.id.line
+        if parsed is not None and record.document.line == record.id.line:
+            line = child_key_line(parsed.lines, line, record.document.end_line, "spec", "targetNamespace") or line
+        target_origin = Origin(record.id.path, line)
     components: list[tuple[str, Origin]] = []
     for component in spec.get("components") or []:
         if isinstance(component, str) and component:
-            components.append((component, Origin(record.id.path, _line(parsed, record, "spec", "components"))))
+            components.append((component, Origin(record.id.path, record.id.line)))
     depends_on = tuple((entry["name"], _text(entry.get("namespace")))
                        for entry in spec.get("dependsOn") or []
                        if isinstance(entry, dict) and isinstance(entry.get("name"), str))

@@ -33,6 +33,7 @@ the HelmRelease `valuesFrom` that reads them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,9 @@ from auditor.sources.gitops.tree import (
     ParsedFile,
     TreeFiles,
     join,
+    metadata_namespace_line,
     normalize,
+    top_level_key_line,
 )
 
 KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
@@ -97,10 +100,21 @@ _FILE_ROLE_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Entry:
+    """A path listed by a kustomization (or a Flux Kustomization); its line is found only when a
+    problem or note needs it, so a clean tree never scans its files for lines."""
+
     value: str
-    origin: Origin
+    locate: Callable[[], Origin]
+
+    @property
+    def origin(self) -> Origin:
+        return self.locate()
+
+    @classmethod
+    def at(cls, value: str, origin: Origin) -> Entry:
+        return cls(value, lambda: origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +200,24 @@ def _string_entries(parsed: ParsedFile, document: Document, data: dict[str, Any]
     value = data.get(key)
     if value is None:
         return ()
-    origin_line = parsed.line_of(document, key) or document.line
+
+    def key_origin() -> Origin:
+        return Origin(parsed.path, top_level_key_line(parsed.lines, document.line, document.end_line, key)
+                      or document.line)
+
     if not isinstance(value, list):
-        problems.append(Problem(Origin(parsed.path, origin_line), f"{key} must be a list of paths"))
+        problems.append(Problem(key_origin(), f"{key} must be a list of paths"))
         return ()
     out: list[Entry] = []
     for item in value:
         if not isinstance(item, str) or not item.strip():
-            problems.append(Problem(Origin(parsed.path, origin_line), f"{key}: an entry is not a path ({item!r})"))
+            problems.append(Problem(key_origin(), f"{key}: an entry is not a path ({item!r})"))
             continue
-        line = parsed.line_of_item(document, key, item) or origin_line
-        out.append(Entry(item.strip(), Origin(parsed.path, line)))
+
+        def locate(item: str = item) -> Origin:
+            return Origin(parsed.path, parsed.line_of_item(document, key, item) or key_origin().line)
+
+        out.append(Entry(item.strip(), locate))
     return tuple(out)
 
 
@@ -226,12 +247,13 @@ def parse_kustomization(parsed: ParsedFile) -> KustomizationFile | None:
         kind = "Kustomization"
     namespace = data.get("namespace")
     namespace_origin: Origin | None = None
+    namespace_line = (top_level_key_line(parsed.lines, document.line, document.end_line, "namespace")
+                      if namespace is not None else None) or document.line
     if namespace is not None and not (isinstance(namespace, str) and namespace):
-        problems.append(Problem(Origin(parsed.path, parsed.line_of(document, "namespace") or document.line),
-                                f"namespace must be a string, not {namespace!r}"))
+        problems.append(Problem(Origin(parsed.path, namespace_line), f"namespace must be a string, not {namespace!r}"))
         namespace = None
     if isinstance(namespace, str):
-        namespace_origin = Origin(parsed.path, parsed.line_of(document, "namespace") or document.line)
+        namespace_origin = Origin(parsed.path, namespace_line)
     resources = _string_entries(parsed, document, data, "resources", problems)
     bases = _string_entries(parsed, document, data, "bases", problems)
     if bases:
@@ -239,8 +261,8 @@ def parse_kustomization(parsed: ParsedFile) -> KustomizationFile | None:
     components = _string_entries(parsed, document, data, "components", problems)
     for key, what in _NOTED_FIELDS.items():
         if data.get(key):
-            notes.append(Note(Origin(parsed.path, parsed.line_of(document, key) or document.line),
-                              f"{what} not applied (noted, not guessed)"))
+            line = top_level_key_line(parsed.lines, document.line, document.end_line, key) or document.line
+            notes.append(Note(Origin(parsed.path, line), f"{what} not applied (noted, not guessed)"))
     file_roles: list[tuple[str, str]] = []
     for key, role in _FILE_ROLE_FIELDS.items():
         for entry in _paths_in(data.get(key)):
@@ -277,7 +299,7 @@ def _initial_namespace(record: ObjectRecord, parsed: ParsedFile | None, scopes: 
         return EffectiveNamespace(None, None, NamespaceReason.UNSET)
     line = record.id.line
     if parsed is not None and record.document.line == record.id.line:
-        line = parsed.line_of(record.document, "metadata", "namespace") or line
+        line = metadata_namespace_line(parsed.lines, line, record.document.end_line) or line
     return EffectiveNamespace(record.namespace, Origin(record.id.path, line), NamespaceReason.MANIFEST)
 
 
@@ -401,17 +423,21 @@ class Kustomizer:
             self._initial[key] = item
         return item
 
-    def file_items(self, path: str, origin: Origin, acc: _Acc, *, who: str = "kustomize") -> None:
-        """Add the objects of one resource file; a document that is not an object fails the build."""
+    def file_items(self, path: str, origin: Origin | Entry, acc: _Acc, *, who: str = "kustomize") -> None:
+        """Add the objects of one resource file; a document that is not an object fails the build.
+
+        `origin` is where the file is listed (an `Entry` finds its line only if it is needed).
+        """
         parsed = self.tree.files.get(path)
         acc.files.add(path)
-        if parsed is None:
-            acc.problems.append(Problem(origin, f"{path} is not a YAML or JSON file; {who} cannot read it"))
-            return
-        if parsed.problem is not None:
-            # The file's own problem is recorded once, where it is; here the build just misses its objects.
-            acc.notes.append(Note(origin, f"{path} could not be read (its problem is listed): "
-                                          "its objects are missing from this build"))
+        if parsed is None or parsed.problem is not None:
+            where = origin.origin if isinstance(origin, Entry) else origin
+            if parsed is None:
+                acc.problems.append(Problem(where, f"{path} is not a YAML or JSON file; {who} cannot read it"))
+            else:
+                # The file's own problem is recorded once, where it is; here the build just misses its objects.
+                acc.notes.append(Note(where, f"{path} could not be read (its problem is listed): "
+                                             "its objects are missing from this build"))
             return
         object_lines = {record.document.line for record in parsed.objects}
         for document in parsed.documents:
@@ -457,10 +483,18 @@ class Kustomizer:
         """
         kustomization = self.kustomization_of(directory)
         if kustomization is not None:
-            if not extra_components and namespace is None:
+            if not extra_components:
                 plain = self.build(directory)
-                if plain is not None:
+                if plain is not None and namespace is None:
                     return plain
+                if plain is not None and namespace is not None:
+                    # The last namespace set wins for every object, so the target namespace applied over
+                    # the folder's own build equals the build with it in place of the folder's own.
+                    acc = _Acc(list(plain.items), list(plain.generated), set(plain.files), list(plain.problems),
+                               list(plain.notes))
+                    self._apply_namespace(acc, *namespace)
+                    return Build(directory, plain.kind, tuple(acc.items), tuple(acc.generated),
+                                 frozenset(acc.files), tuple(acc.problems), tuple(acc.notes))
             return self._build_kustomization(kustomization, extra_components, namespace)
         acc = _Acc()
         if generate_missing:
@@ -573,7 +607,7 @@ class Kustomizer:
                 acc.problems.append(Problem(entry.origin, f"{entry.value} is a Component: list it under components"))
             acc.absorb(build)
             return
-        self.file_items(target, entry.origin, acc)
+        self.file_items(target, entry, acc)
 
     def _apply_component(self, directory: str, entry: Entry, acc: _Acc) -> None:
         target = normalize(join(directory, entry.value))
@@ -631,7 +665,8 @@ class Kustomizer:
             return
         parsed = self.tree.files.get(kustomization.path)
         document = kustomization.document
-        line = (parsed.line_of(document, "configMapGenerator") if parsed is not None else None) or document.line
+        line = (top_level_key_line(parsed.lines, document.line, document.end_line, "configMapGenerator")
+                if parsed is not None else None) or document.line
         if not isinstance(generators, list):
             acc.problems.append(Problem(Origin(kustomization.path, line), "configMapGenerator must be a list"))
             return
@@ -644,8 +679,7 @@ class Kustomizer:
                                             "a configMapGenerator entry without a name"))
                 continue
             name = generator["name"]
-            origin = Origin(kustomization.path, (parsed.line_of_item(document, "configMapGenerator", name)
-                                                 if parsed is not None else None) or line)
+            origin = Origin(kustomization.path, _name_line(parsed, line, document.end_line, name) or line)
             files: list[tuple[str, str]] = []
             for spec in _as_list(generator.get("files")):
                 if not isinstance(spec, str):
@@ -678,6 +712,18 @@ class Kustomizer:
             return generated
         return GeneratedConfigMap(generated.name, EffectiveNamespace(value, origin, reason), generated.files,
                                   generated.origin, generated.suffix_hash, generated.name_reference_config)
+
+
+def _name_line(parsed: ParsedFile | None, start: int, end: int, name: str) -> int | None:
+    """The `name: NAME` line of a generator entry, from the `configMapGenerator:` line on."""
+    if parsed is None:
+        return None
+    lines = parsed.lines
+    for number in range(max(start, 1), min(end, len(lines)) + 1):
+        body = lines[number - 1].lstrip(" -")
+        if body.startswith("name:") and body[5:].strip().strip("'\"") == name:
+            return number
+    return None
 
 
 def _is_empty_list(data: Any) -> bool:

@@ -64,6 +64,7 @@ class ParsedFile:
     objects: tuple[ObjectRecord, ...] = ()
     problem: Problem | None = None
     _lines: list[str] | None = field(default=None, repr=False)
+    _indexes: dict[int, KeyIndex] = field(default_factory=dict, repr=False)
 
     @property
     def lines(self) -> list[str]:
@@ -71,21 +72,27 @@ class ParsedFile:
             self._lines = self.text.splitlines()
         return self._lines
 
+    def index(self, document: Document) -> KeyIndex:
+        """The key lines of one document, indexed in one pass the first time they are asked for."""
+        found = self._indexes.get(document.line)
+        if found is None:
+            found = index_key_lines(self.lines, document.line, document.end_line)
+            self._indexes[document.line] = found
+        return found
+
     def line_of(self, document: Document, *keys: str) -> int | None:
         """Line of the block-style key path `keys` in `document` (None when not found)."""
-        return find_key_line(self.lines, document.line, document.end_line, keys)
+        if not keys:
+            return document.line
+        return self.index(document).keys.get(keys)
 
     def line_of_item(self, document: Document, key: str, value: str) -> int | None:
-        """Line of the list item `value` under the key `key` (e.g. a `resources:` entry)."""
-        start = self.line_of(document, key)
-        if start is None:
-            return None
-        stripped = value.strip()
-        for number in range(start, min(document.end_line, len(self.lines)) + 1):
-            line = self.lines[number - 1]
-            if stripped and stripped in line and line.lstrip().startswith(("-", key)):
+        """Line of the list item `value` under the top-level key `key` (e.g. a `resources:` entry)."""
+        wanted = value.strip()
+        for number, text in self.index(document).items.get((key,), ()):
+            if wanted and wanted in text:
                 return number
-        return start
+        return self.line_of(document, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,40 +180,120 @@ _KEY = re.compile(r"^(\s*(?:-\s+)*)(\"[^\"]*\"|'[^']*'|[^\s#'\"\[\]{},:-][^:#]*?
 _BLOCK_SCALAR = re.compile(r"^[|>][-+0-9]*\s*(?:#.*)?$")
 
 
-def find_key_line(lines: list[str], start: int, end: int, keys: tuple[str, ...]) -> int | None:
-    """The line of a block-style key path between `start` and `end` (1-based, inclusive).
+def top_level_key_line(lines: list[str], start: int, end: int, key: str) -> int | None:
+    """The line of a top-level key (`namespace:` of a kustomization): a key at column 0 is never inside
+    a block scalar, so a plain scan is exact for block style."""
+    prefix = f"{key}:"
+    for number in range(max(start, 1), min(end, len(lines)) + 1):
+        if lines[number - 1].startswith(prefix):
+            return number
+    return None
+
+
+def child_key_line(lines: list[str], start: int, end: int, parent: str, key: str) -> int | None:
+    """The line of `parent.key` where `parent` is a top-level key (`spec.targetNamespace`).
+
+    Only a key at the parent's first child column counts: text deeper in (a
+    patch in a block scalar) is not mistaken for it.
+    """
+    inside = False
+    column: int | None = None
+    prefix = f"{key}:"
+    for number in range(max(start, 1), min(end, len(lines)) + 1):
+        line = lines[number - 1]
+        body = line.lstrip()
+        if not body or body.startswith("#"):
+            continue
+        lead = len(line) - len(body)
+        if lead == 0:
+            if inside:
+                return None
+            inside = line.startswith(f"{parent}:")
+            continue
+        if inside:
+            if column is None:
+                column = lead
+            if lead == column and body.startswith(prefix):
+                return number
+    return None
+
+
+def metadata_namespace_line(lines: list[str], start: int, end: int) -> int | None:
+    """The line of `metadata.namespace` in a block-style manifest starting at `start`.
+
+    A bounded scan of the `metadata:` block only (every namespaced object of
+    a tree asks for it, so it must not cost a scan of the whole document).
+    """
+    in_metadata = False
+    for number in range(max(start, 1), min(end, len(lines)) + 1):
+        line = lines[number - 1]
+        if not line or line[0] in " \t":
+            if in_metadata and line.lstrip().startswith("namespace:"):
+                return number
+            continue
+        if line.startswith("#"):
+            continue
+        if in_metadata:
+            return None  # the next top-level key: metadata is over
+        in_metadata = line.startswith("metadata:")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyIndex:
+    """Where the keys and list items of one document are: key path -> first line, path -> [(line, text)]."""
+
+    keys: dict[tuple[str, ...], int]
+    items: dict[tuple[str, ...], list[tuple[int, str]]]
+
+
+def index_key_lines(lines: list[str], start: int, end: int) -> KeyIndex:
+    """Index the block-style keys of lines `start`..`end` (1-based, inclusive) in one pass.
 
     A light scan of the text (the loader keeps lines of documents, not of
-    keys): good for the block style that kustomizations and GitOps manifests
-    use; the content of block scalars (`patch: |`) is skipped. Flow style is
-    not followed; then the caller falls back to the document's line.
+    keys), good for the block style kustomizations and GitOps manifests use:
+    the content of block scalars (`patch: |`) is skipped, a list item belongs
+    to the innermost key left of its dash. Flow style is not followed; callers
+    then fall back to the document's line.
     """
-    if not keys:
-        return start
-    stack: list[tuple[int, str]] = []
-    last = min(end, len(lines))
+    keys: dict[tuple[str, ...], int] = {}
+    items: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    stack: list[tuple[int, tuple[str, ...]]] = []  # (column, key path) of the open keys
     scalar_indent: int | None = None  # inside a block scalar opened by a key at this column
-    for number in range(max(start, 1), last + 1):
+    for number in range(max(start, 1), min(end, len(lines)) + 1):
         line = lines[number - 1]
+        body = line.lstrip()
+        lead = len(line) - len(body)
         if scalar_indent is not None:
-            body = line.lstrip()
-            if not body or len(line) - len(body) > scalar_indent:
+            if not body or lead > scalar_indent:
                 continue
             scalar_indent = None
+        if not body or body.startswith("#"):
+            continue
+        if body.startswith("-") and (len(body) == 1 or body[1] == " "):
+            while stack and stack[-1][0] > lead:
+                stack.pop()
+            items.setdefault(stack[-1][1] if stack else (), []).append((number, body[1:].strip()))
         match = _KEY.match(line)
         if match is None:
             continue
         indent = len(match.group(1))
-        key = match.group(2).strip("'\"")
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        stack.append((indent, key))
-        if len(stack) == len(keys) and all(stack[i][1] == keys[i] for i in range(len(keys))):
-            return number
+        path = (*stack[-1][1], match.group(2).strip("'\"")) if stack else (match.group(2).strip("'\""),)
+        stack.append((indent, path))
+        keys.setdefault(path, number)
         value = match.group(3)
         if value is not None and _BLOCK_SCALAR.match(value):
             scalar_indent = indent  # its content is indented deeper than the key that opens it
-    return None
+    return KeyIndex(keys, items)
+
+
+def find_key_line(lines: list[str], start: int, end: int, keys: tuple[str, ...]) -> int | None:
+    """The line of a block-style key path between `start` and `end` (see `index_key_lines`)."""
+    if not keys:
+        return start
+    return index_key_lines(lines, start, end).keys.get(keys)
 
 
 # --- parsing one file ------------------------------------------------------------------
