@@ -219,3 +219,21 @@ def test_the_seam_applies_subject_namespaces_and_drops_patch_files() -> None:
     original = next(o for o in snapshot.objects if o.kind == "RoleBinding")
     assert [s.get("namespace") for s in original.raw["subjects"]] == [None, "elsewhere", "monitoring"]
     assert [o.source.path.rsplit("/", 2)[-2:] for o in placed.dropped if o.source] == [["with-remote", "replicas.yaml"]]
+
+
+def test_the_worked_example_of_docs_gitops_md_is_what_the_layout_says() -> None:
+    import doctest
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "gitops.md").read_text(encoding="utf-8")
+    example = text.split("## Worked example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    test = doctest.DocTestParser().get_doctest(example, {}, "docs/gitops.md", "docs/gitops.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        runner.run(test)
+    finally:
+        os.chdir(cwd)
+    assert runner.failures == 0 and runner.tries == 4
