@@ -208,3 +208,15 @@ def test_key_lines_follow_block_yaml_and_skip_block_scalars() -> None:
     assert find_key_line(lines, 1, 15, ("subjects", "namespace")) == 15
     assert find_key_line(lines, 1, 15, ("metadata", "namespace")) is None
     assert find_key_line(lines, 1, 15, ()) == 1
+
+
+def test_a_kustomization_nothing_builds_still_reports_its_defects_in_line_order() -> None:
+    tree = TreeFiles.from_texts({
+        "c/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: [x]\n",
+        "c/kustomization.yml": "namespace: y\n",
+    })
+    assert [str(p) for p in resolve_layout(tree).problems] == [
+        "c/kustomization.yaml: several kustomization files in one folder (kustomization.yaml, kustomization.yml); "
+        "kustomize refuses the folder",
+        "c/kustomization.yaml:3: namespace must be a string, not ['x']",
+    ]

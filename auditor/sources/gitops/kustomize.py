@@ -405,6 +405,13 @@ class Kustomizer:
         self._kustomizations[directory] = found
         return found
 
+    def kustomization_problems(self) -> list[Problem]:
+        """Problems of every kustomization read so far, built or not."""
+        return [p for k in self._kustomizations.values() if k is not None for p in k.problems]
+
+    def kustomization_notes(self) -> list[Note]:
+        return [n for k in self._kustomizations.values() if k is not None for n in k.notes]
+
     def has_kustomization(self, directory: str) -> bool:
         return self.tree.kustomization_file(directory)[0] is not None
 

@@ -38,7 +38,6 @@ from auditor.sources.gitops.model import (
     WHOLE_TREE_SCOPE,
     Application,
     Cluster,
-    EffectiveNamespace,
     EntryKind,
     EntryPoint,
     HelmValuesSource,
@@ -529,6 +528,9 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
     else:
         resolver.place_unreached(UNREACHED_SCOPE, orphans)
     resolver.note_duplicates()
+    # A kustomization nothing builds still has its defects.
+    resolver.problems.extend(resolver.kustomizer.kustomization_problems())
+    resolver.notes.extend(resolver.kustomizer.kustomization_notes())
     state = resolver.state
     # Argo CD destinations other than the local cluster are clusters of their own.
     for scope in sorted(state.cluster_files):
@@ -553,14 +555,15 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
         placements=placements,
         unreached=() if single_scope else unreached,
         single_scope=single_scope,
-        problems=tuple(sorted(set(resolver.problems))),
-        notes=tuple(sorted(set(resolver.notes))),
+        problems=tuple(sorted(set(resolver.problems), key=_by_place)),
+        notes=tuple(sorted(set(resolver.notes), key=_by_place)),
         values_sources=tuple(state.values),
         non_resource_files=resolver.non_resource_files(),
         cluster_scoped_kinds=resolver.scopes.cluster_scoped,
     )
 
 
-def effective(namespace: EffectiveNamespace) -> str | None:
-    """The namespace a placement's object gets in its cluster (None: cluster-scoped or unknown)."""
-    return namespace.value
+def _by_place(item: Problem | Note) -> tuple[str, int, str]:
+    # A line-less origin (a whole file) sorts first in its file; None and int never compare.
+    return (item.origin.path, item.origin.line or 0, item.message)
+

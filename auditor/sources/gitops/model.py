@@ -17,7 +17,7 @@ UNREACHED_SCOPE = "(unreached)"
 WHOLE_TREE_SCOPE = "(whole tree)"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Origin:
     """A place in the tree: a file (tree-relative, `/`-separated) and a 1-based line."""
 
@@ -212,7 +212,7 @@ class Cluster:
     applications: tuple[Application, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """A defect of one file: what kustomize, Flux or Argo CD would refuse, with the line."""
 
@@ -223,7 +223,7 @@ class Problem:
         return f"{self.origin}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Note:
     """Something read but not resolved on purpose (patches, generators, remote bases), with where."""
 
