@@ -241,3 +241,48 @@ def test_flux_builds_match_kubectl_kustomize(tmp_path: Path, fleet: TreeLayout, 
     assert [e for e in expected if e not in got] == (
         [("ConfigMap", "cilium-values", "kube-system")] if application == "infra-controllers" else [])
     assert [g for g in got if g not in expected] == []
+
+
+def test_an_oci_flux_system_bootstrap_is_read_as_this_tree() -> None:
+    sync = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: oci://ghcr.io/example/fleet-manifests
+  ref:
+    tag: latest
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/edge
+  prune: true
+  sourceRef:
+    kind: OCIRepository
+    name: flux-system
+"""
+    tree = TreeFiles.from_texts({
+        "clusters/edge/flux-system/gotk-sync.yaml": sync,
+        "clusters/edge/flux-system/kustomization.yaml": "resources: [gotk-sync.yaml]\n",
+        "clusters/edge/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: edge\n  namespace: edge\n",
+        # kustomize reads kustomizations only from its three file names
+        "clusters/edge/kustomize-settings.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                                 "namespace: never-used\n",
+    })
+    layout = resolve_layout(tree)
+    (cluster,) = layout.clusters
+    assert (cluster.name, cluster.entry_points[0].kind) == ("edge", EntryKind.FLUX_BOOTSTRAP)
+    assert layout.placements_of(ObjectId("clusters/edge/config.yaml", 1))[0].scope == "edge"
+    notes = {str(n) for n in layout.notes}
+    assert ("clusters/edge/flux-system/gotk-sync.yaml:21: Flux Kustomization flux-system: OCIRepository flux-system "
+            "read as an artifact of this tree") in notes
+    assert ("clusters/edge/kustomize-settings.yaml:1: a kustomization in a file kustomize never reads as one (only "
+            "kustomization.yaml, kustomization.yml, Kustomization): not used") in notes

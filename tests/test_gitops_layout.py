@@ -237,3 +237,16 @@ def test_the_worked_example_of_docs_gitops_md_is_what_the_layout_says() -> None:
     finally:
         os.chdir(cwd)
     assert runner.failures == 0 and runner.tries == 4
+
+
+def test_hostile_nesting_is_a_problem_not_a_recursion_error() -> None:
+    texts: dict[str, str] = {}
+    path = "d"
+    for depth in range(400):
+        resources = "[next, cm.yaml]" if depth < 399 else "[cm.yaml]"
+        texts[f"{path}/kustomization.yaml"] = f"resources: {resources}\n"
+        texts[f"{path}/cm.yaml"] = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{depth}\n"
+        path += "/next"
+    layout = resolve_layout(TreeFiles.from_texts(texts))
+    assert any("nested more than 100 deep" in p.message for p in layout.problems)
+    assert ObjectId("d/cm.yaml", 1) in layout.placements

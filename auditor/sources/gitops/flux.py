@@ -190,8 +190,14 @@ def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
         notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "sourceRef")),
                           f"Flux Kustomization {record.name} builds GitRepository {source.get('name')} "
                           "(another repository), not this tree"))
-    elif source_kind == "GitRepository":
+    elif source_kind == "GitRepository" or (source_kind == "OCIRepository" and source.get("name") == "flux-system"):
+        # An OCIRepository named flux-system is how `flux bootstrap` syncs an artifact pushed from the
+        # repository itself (`flux push artifact`): read as this tree, and said so.
         path = resolve_source_path(tree, written_path)
+        if path is not None and source_kind == "OCIRepository":
+            notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "sourceRef")),
+                              f"Flux Kustomization {record.name}: OCIRepository flux-system read as an artifact "
+                              "of this tree"))
         if path is None:
             notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "path")),
                               f"Flux Kustomization {record.name}: path {written_path or './'} is not in this tree "
@@ -253,7 +259,8 @@ def read_flux_sync(tree: TreeFiles, record: ObjectRecord) -> FluxSyncSpec | None
     if not isinstance(written, str):
         return None
     kind = _text(sync.get("kind")) or "GitRepository"
-    path = resolve_source_path(tree, written) if kind == "GitRepository" else None
+    # A FluxInstance syncs an OCI artifact when the repository is pushed as one: same folders.
+    path = resolve_source_path(tree, written) if kind in ("GitRepository", "OCIRepository") else None
     return FluxSyncSpec(record, name, path, written, kind, Origin(record.id.path, _line(parsed, record, *keys)))
 
 

@@ -51,7 +51,7 @@ from auditor.sources.gitops.model import (
     TreeLayout,
 )
 from auditor.sources.gitops.scope import Scopes
-from auditor.sources.gitops.tree import ObjectRecord, TreeFiles, iter_objects, join, normalize
+from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, ObjectRecord, TreeFiles, iter_objects, join, normalize
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +130,16 @@ class _Resolver:
         """Read every kustomization file once, so every file's role is known before objects are placed."""
         for directory in sorted(self.tree.dirs):
             self.kustomizer.kustomization_of(directory)
+        names = set(KUSTOMIZATION_FILE_NAMES)
+        for path in sorted(self.tree.files):
+            if path.rpartition("/")[2] in names:
+                continue
+            for document in self.tree.files[path].documents:
+                data = document.data
+                if (isinstance(data, dict) and isinstance(data.get("apiVersion"), str)
+                        and data["apiVersion"].startswith("kustomize.config.k8s.io/")):
+                    self.notes.append(Note(Origin(path, document.line), "a kustomization in a file kustomize never "
+                                           f"reads as one (only {', '.join(KUSTOMIZATION_FILE_NAMES)}): not used"))
 
     def collect_deployers(self) -> None:
         argo_notes: list[Note] = []
