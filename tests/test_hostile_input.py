@@ -4,7 +4,8 @@ Every case runs the command in its own process and checks what a user sees:
 exit 2, one line on stderr naming the file (`audit: error: PATH...`), no
 traceback, nothing on stdout, and no report written to `--json`/`--junit` (an
 existing report is left as it was). Peak memory (the child's ru_maxrss, as
-getrusage reports it through os.wait4) and wall time are measured and bounded
+getrusage reports it through os.wait4, or for a fresh interpreter its own VmHWM:
+see `_run_fresh`) and wall time are measured and bounded
 generously: this is a behaviour test, not a benchmark. Children run under
 RLIMIT_AS, so a regression fails the test instead of swapping the machine.
 
@@ -203,13 +204,31 @@ def _child_limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
 
 
+# A fresh interpreter reports its own peak RSS (VmHWM of its own address space) when it exits.
+# Its ru_maxrss would not do: Linux carries the high-water mark of the address space replaced
+# by exec into the new program's ru_maxrss, so a child forked from a pytest worker that has
+# grown to 300 MB would "peak" at 300 MB whatever the auditor did.
+_FRESH_MAIN = """
+import atexit, os, runpy, sys
+def _report_peak(path=os.environ.pop("AUDIT_TEST_PEAK_FILE")):
+    with open("/proc/self/status", encoding="ascii") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(path, "w", encoding="ascii") as out:
+        out.write(peak)
+atexit.register(_report_peak)
+sys.argv[0] = "audit"
+runpy.run_module("auditor", run_name="__main__", alter_sys=True)
+"""
+
+
 def _run_fresh(args: list[str], cwd: Path, stdin_arg: Any, out: IO[bytes], err: IO[bytes],
                feeder: Callable[[Any], None] | None) -> tuple[int, float, float]:
     """`python -m auditor ARGS` in a new interpreter: exit code, seconds, peak RSS (MB)."""
-    env = {**os.environ, "NO_COLOR": "1"}
+    peak_file = Path(tempfile.mkdtemp(prefix="audit-peak-")) / "vmhwm"
+    env = {**os.environ, "NO_COLOR": "1", "AUDIT_TEST_PEAK_FILE": str(peak_file)}
     env.pop("AUDIT_DEBUG", None)
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "auditor", *args], stdin=stdin_arg, stdout=out, stderr=err,
+    process = subprocess.Popen([sys.executable, "-c", _FRESH_MAIN, *args], stdin=stdin_arg, stdout=out, stderr=err,
                                cwd=cwd, env=env, preexec_fn=_child_limits)
     if feeder is not None:
         threading.Thread(target=feeder, args=(process.stdin,), daemon=True).start()
@@ -222,8 +241,10 @@ def _run_fresh(args: list[str], cwd: Path, stdin_arg: Any, out: IO[bytes], err: 
             os.wait4(process.pid, 0)
             pytest.fail(f"audit {' '.join(args)} did not finish within {TIMEOUT}s (a hang)")
         time.sleep(0.01)
+    peak_mb = int(peak_file.read_text(encoding="ascii")) / 1024 if peak_file.exists() else usage.ru_maxrss / 1024
+    shutil.rmtree(peak_file.parent, ignore_errors=True)
     process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return process.returncode, time.monotonic() - started, usage.ru_maxrss / 1024
+    return process.returncode, time.monotonic() - started, peak_mb
 
 
 def run_measured(*args: str, cwd: Path, stdin: bytes | None = None, stdin_file: str | None = None,

@@ -175,22 +175,20 @@ def source_index(tree: TreeFiles, records: list[ObjectRecord]) -> SourceIndex:
     return SourceIndex({k: frozenset(v) for k, v in urls_by_name.items()}, frozenset(self_urls))
 
 
-def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
-                            sources: SourceIndex | None = None) -> FluxKustomizationSpec:
-    parsed = tree.files.get(record.id.path)
-    spec = _mapping(record.data.get("spec"))
-    notes: list[Note] = []
+def _source_path(tree: TreeFiles, record: ObjectRecord, parsed: ParsedFile | None, spec: dict[str, Any],
+                 sources: SourceIndex | None, notes: list[Note]) -> str | None:
+    """The folder of this tree the Kustomization builds (None when it builds another source), noting why."""
     written = spec.get("path", "")
     written_path = written if isinstance(written, str) else ""
     source = _mapping(spec.get("sourceRef"))
     source_kind = _text(source.get("kind")) or "GitRepository"
-    path: str | None = None
     this_tree = sources.is_this_tree(source_kind, _text(source.get("name"))) if sources is not None else None
     if this_tree is False and source_kind == "GitRepository":
         notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "sourceRef")),
                           f"Flux Kustomization {record.name} builds GitRepository {source.get('name')} "
                           "(another repository), not this tree"))
-    elif source_kind == "GitRepository" or (source_kind == "OCIRepository" and source.get("name") == "flux-system"):
+        return None
+    if source_kind == "GitRepository" or (source_kind == "OCIRepository" and source.get("name") == "flux-system"):
         # An OCIRepository named flux-system is how `flux bootstrap` syncs an artifact pushed from the
         # repository itself (`flux push artifact`): read as this tree, and said so.
         path = resolve_source_path(tree, written_path)
@@ -202,32 +200,22 @@ def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
             notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "path")),
                               f"Flux Kustomization {record.name}: path {written_path or './'} is not in this tree "
                               "(another repository, or a stale path)"))
-    else:
-        notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "sourceRef")),
-                          f"Flux Kustomization {record.name} builds {source_kind} {source.get('name')}, "
-                          "not this tree"))
-    target = _text(spec.get("targetNamespace"))
-    target_origin: Origin | None = None
-    if target:
-        line = record.id.line
-        if parsed is not None and record.document.line == record.id.line:
-            line = child_key_line(parsed.lines, line, record.document.end_line, "spec", "targetNamespace") or line
-        target_origin = Origin(record.id.path, line)
-    components: list[tuple[str, Origin]] = []
-    for component in spec.get("components") or []:
-        if isinstance(component, str) and component:
-            components.append((component, Origin(record.id.path, record.id.line)))
-    depends_on = tuple((entry["name"], _text(entry.get("namespace")))
-                       for entry in spec.get("dependsOn") or []
-                       if isinstance(entry, dict) and isinstance(entry.get("name"), str))
-    post_build = _mapping(spec.get("postBuild"))
-    substitute = tuple(sorted((str(k), str(v)) for k, v in _mapping(post_build.get("substitute")).items()))
+        return path
+    notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "sourceRef")),
+                      f"Flux Kustomization {record.name} builds {source_kind} {source.get('name')}, "
+                      "not this tree"))
+    return None
+
+
+def _unapplied_notes(record: ObjectRecord, parsed: ParsedFile | None, spec: dict[str, Any]) -> list[Note]:
+    """What the Kustomization does that the layout does not apply: noted, never guessed."""
+    notes: list[Note] = []
     for key, what in (("patches", "patches"), ("images", "image overrides"),
                       ("commonMetadata", "common labels and annotations")):
         if spec.get(key):
             notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", key)),
                               f"Flux Kustomization {record.name}: {what} not applied (noted, not guessed)"))
-    if post_build.get("substituteFrom"):
+    if _mapping(spec.get("postBuild")).get("substituteFrom"):
         notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "postBuild")),
                           f"Flux Kustomization {record.name}: postBuild.substituteFrom variables come from the "
                           "cluster; ${VAR} stays as written"))
@@ -235,9 +223,38 @@ def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
         notes.append(Note(Origin(record.id.path, _line(parsed, record, "spec", "kubeConfig")),
                           f"Flux Kustomization {record.name} applies to a remote cluster (kubeConfig); "
                           "not followed"))
+    return notes
+
+
+def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
+                            sources: SourceIndex | None = None) -> FluxKustomizationSpec:
+    parsed = tree.files.get(record.id.path)
+    spec = _mapping(record.data.get("spec"))
+    notes: list[Note] = []
+    written = spec.get("path", "")
+    written_path = written if isinstance(written, str) else ""
+    source = _mapping(spec.get("sourceRef"))
+    source_kind = _text(source.get("kind")) or "GitRepository"
+    path = _source_path(tree, record, parsed, spec, sources, notes)
+    target = _text(spec.get("targetNamespace"))
+    target_origin: Origin | None = None
+    if target:
+        line = record.id.line
+        if parsed is not None and record.document.line == record.id.line:
+            line = child_key_line(parsed.lines, line, record.document.end_line, "spec", "targetNamespace") or line
+        target_origin = Origin(record.id.path, line)
+    components = tuple((component, Origin(record.id.path, record.id.line))
+                       for component in spec.get("components") or [] if isinstance(component, str) and component)
+    depends_on = tuple((entry["name"], _text(entry.get("namespace")))
+                       for entry in spec.get("dependsOn") or []
+                       if isinstance(entry, dict) and isinstance(entry.get("name"), str))
+    post_build = _mapping(spec.get("postBuild"))
+    substitute = tuple(sorted((str(k), str(v)) for k, v in _mapping(post_build.get("substitute")).items()))
+    notes += _unapplied_notes(record, parsed, spec)
+    if spec.get("kubeConfig"):
         path = None
     return FluxKustomizationSpec(record, path, written_path, target, target_origin, source_kind,
-                                 _text(source.get("name")), _text(source.get("namespace")), tuple(components),
+                                 _text(source.get("name")), _text(source.get("namespace")), components,
                                  depends_on, substitute, tuple(notes))
 
 

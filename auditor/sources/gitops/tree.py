@@ -372,6 +372,17 @@ def _objects_of(path: str, document: Document, item_lines: list[int]) -> list[Ob
 # --- walking a folder ------------------------------------------------------------------
 
 
+def _list_once(directory: str, visited: set[tuple[int, int]]) -> list[os.DirEntry[str]] | None:
+    """The entries of `directory` sorted by name, or None when a link led here before (entered once)."""
+    info = os.stat(directory)
+    key = (info.st_dev, info.st_ino)
+    if key in visited:
+        return None
+    visited.add(key)
+    with os.scandir(directory) as it:
+        return sorted(it, key=lambda e: e.name)
+
+
 def read_tree_files(root: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, max_files: int = DEFAULT_MAX_FILES,
                     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION,
                     max_nodes: int | None = DEFAULT_MAX_NODES) -> TreeFiles:
@@ -392,16 +403,12 @@ def read_tree_files(root: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, 
         relative = stack.pop()
         directory = os.path.join(root, relative) if relative else root
         try:
-            info = os.stat(directory)
-            key = (info.st_dev, info.st_ino)
-            if key in visited:
-                continue
-            visited.add(key)
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = _list_once(directory, visited)
         except OSError as error:
             files[relative or "."] = ParsedFile(relative or ".", "", problem=Problem(
                 Origin(relative or "."), f"cannot read folder: {error.strerror or error}"))
+            continue
+        if entries is None:
             continue
         names = {entry.name for entry in entries}
         file_names: list[str] = []
