@@ -688,6 +688,56 @@ def test_fault_on_discovery_path(server, connect):
     assert exc.value.status == 500
 
 
+def test_fault_answer_replaces_the_body(server):
+    server.faults.add(Fault.answer({"kind": "Status", "status": "Success"}, path=r"^/api$"),
+                      Fault.answer(b"not json at all", content_type="text/plain", resource="services"))
+    assert raw_json(server, "/api") == {"kind": "Status", "status": "Success"}
+    status, headers, body = raw(server, "/api/v1/services")
+    assert (status, headers["content-type"], body) == (200, "text/plain", b"not json at all")
+    assert raw_json(server, "/api")["kind"] == "APIVersions"  # each fired once
+    assert [r.faults for r in server.requests] == [("answer",), ("answer",), ()]
+
+
+def test_fault_continue_that_never_ends_or_repeats(server, connect):
+    core = client.CoreV1Api(connect(server))
+    server.faults.add(Fault.endless_continue(resource="services", times=3))
+    tokens = []
+    token = None
+    for _ in range(3):
+        page = core.list_service_for_all_namespaces(limit=100, _continue=token)
+        token = page.metadata._continue
+        tokens.append(token)
+    assert len(set(tokens)) == 3 and all(tokens)
+    server.faults.add(Fault.repeated_continue(resource="services", times=2))
+    first = core.list_service_for_all_namespaces(limit=100)
+    second = core.list_service_for_all_namespaces(limit=100, _continue=first.metadata._continue)
+    assert first.metadata._continue == second.metadata._continue
+    assert core.list_service_for_all_namespaces(limit=100).metadata._continue is None  # both exhausted
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_fault_huge_list_is_valid_json_of_the_size_asked(server, chunked):
+    server.faults.add(Fault.huge(3_000_000, chunked=chunked, resource="services"))
+    status, headers, body = raw(server, "/api/v1/services")
+    assert status == 200
+    assert ("content-length" in headers) is not chunked
+    assert abs(len(body) - 3_000_000) < 2000
+    document = json.loads(body)
+    assert document["kind"] == "ServiceList" and len(document["items"]) > 2900
+    assert raw_json(server, "/api/v1/services")["items"][0]["metadata"]["name"] != "huge-0000000000"
+
+
+def test_fault_trickle_is_slow_but_complete_and_bounded(server):
+    server.faults.add(Fault.trickle(every=0.001, nbytes=200, resource="services"))
+    status, _, body = raw(server, "/api/v1/services")
+    assert status == 200 and len(json.loads(body)["items"]) == 9
+    # Bounded: past `for_at_most` the connection is closed, the answer incomplete.
+    server.faults.add(Fault.trickle(every=0.05, nbytes=1, for_at_most=0.2, headers=True, resource="services"))
+    with pytest.raises((http.client.HTTPException, ConnectionError)):
+        raw(server, "/api/v1/services")
+    assert [r.faults for r in server.requests] == [("trickle",), ("trickle",)]
+
+
 # ------------------------------------------------- protocol-level details --
 
 def test_discovery_documents(serve):
