@@ -136,13 +136,26 @@ def test_a_full_secret_list_is_never_kept(drifted, tmp_path):
 
 
 def test_pagination_follows_continue(drifted, tmp_path):
-    snap = read(drifted, tmp_path, [kinds.SERVICE], chunk_size=3).snapshot
+    snap = read(drifted, tmp_path, [kinds.SERVICE], chunk_size=3, max_chunk_size=3).snapshot
     pages = _services(drifted)
     assert len(pages) == -(-SERVICES_IN_DRIFTED // 3)
     assert [r.param("limit") for r in pages] == ["3"] * len(pages)
     assert pages[0].param("continue") is None and all(r.param("continue") for r in pages[1:])
     names = [(s.namespace, s.name) for s in snap.of_kind(kinds.SERVICE)]
     assert len(names) == len(set(names)) == SERVICES_IN_DRIFTED
+
+
+def test_later_pages_are_sized_to_the_collection(drifted, tmp_path):
+    """The first page is --chunk-size; the server's remainingItemCount sizes the next ones,
+    never past --max-chunk-size nor below --chunk-size."""
+    snap = read(drifted, tmp_path, [kinds.SERVICE], chunk_size=3, max_chunk_size=5).snapshot
+    pages = _services(drifted)
+    assert SERVICES_IN_DRIFTED == 10  # 3, then 5 of the 7 left, then the last 2 (asked as 3)
+    assert [r.param("limit") for r in pages] == ["3", "5", "3"]
+    assert len(snap.of_kind(kinds.SERVICE)) == SERVICES_IN_DRIFTED
+    drifted.clear_requests()
+    read(drifted, tmp_path, [kinds.SERVICE], chunk_size=3).snapshot
+    assert [r.param("limit") for r in _services(drifted)] == ["3", "7"]  # the rest in one page
 
 
 def test_legacy_discovery_reads_the_same(tmp_path):
@@ -256,7 +269,8 @@ def test_timeout_fails_the_kind(drifted, tmp_path):
     finally:
         gate.set()
     coverage = snap.coverage(kinds.SERVICE)
-    assert coverage.state is CoverageState.FAILED and "timed out" in coverage.reason
+    assert coverage.state is CoverageState.FAILED
+    assert "no complete answer within 0.3s (--request-timeout)" in coverage.reason
 
 
 def test_forbidden_kind_fails_with_403(tmp_path):

@@ -17,15 +17,46 @@ from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SIZE = re.compile(r"^(\d+)\s*(B|KiB|MiB|GiB|K|M|G|Ki|Mi|Gi)?$")
+_SIZE_UNITS = {None: 1, "B": 1, "K": 1024, "Ki": 1024, "KiB": 1024, "M": 1024**2, "Mi": 1024**2, "MiB": 1024**2,
+               "G": 1024**3, "Gi": 1024**3, "GiB": 1024**3}
+MIN_RESPONSE_BYTES = 64 * 1024  # a discovery document is tens of kilobytes
 
 
-def _parse_timeout(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
+def _parse_timeout(ctx: click.Context | None, param: click.Parameter | None, value: str) -> float | None:
     """kubectl's --request-timeout: `30s`, `1m`, `500ms`, a plain number of seconds; 0 = no timeout."""
     match = _DURATION.match(value.strip())
     if not match:
         raise click.BadParameter(f"{value!r} is not a duration (e.g. 30s, 1m, 0 for none)")
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
     return seconds or None
+
+
+def _parse_size(ctx: click.Context | None, param: click.Parameter | None, value: str) -> int:
+    """A size in bytes: `64MiB`, `512KiB`, `1GiB`, a plain number of bytes (binary units, as kubectl's quantities)."""
+    match = _SIZE.match(value.strip())
+    if not match:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 64MiB, 512KiB, 1GiB)")
+    size = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    if size < MIN_RESPONSE_BYTES:
+        raise click.BadParameter(f"{value!r} is below {MIN_RESPONSE_BYTES // 1024} KiB, too small for discovery")
+    return size
+
+
+def expected_clusters(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The --expect-cluster values (each may be comma-separated, as EXPECT_CLUSTER is).
+
+    Given, but with nothing in it (`--expect-cluster ""`, `EXPECT_CLUSTER=", ,"`), is a usage
+    error: silently running without the guard is exactly what the option exists to prevent.
+    """
+    expected = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+    if values and not expected:
+        from auditor.sources.live.safe_text import printable
+
+        shown = printable(", ".join(repr(value) for value in values))
+        raise click.UsageError(f"--expect-cluster / EXPECT_CLUSTER is set but names no cluster ({shown}): give a "
+                               "fingerprint or a posture label, or unset it")
+    return expected
 
 
 def cluster_options(fleet: bool) -> Callable:
@@ -39,14 +70,23 @@ def cluster_options(fleet: bool) -> Callable:
                               "either, the pod's service account)."),
             click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
             click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
-                         metavar="DURATION", help="Connect and read timeout of each request (0: none)."),
+                         metavar="DURATION", help="The most one request may take, connecting and reading the "
+                                                  "whole answer included (0: no limit)."),
+            click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
+                         metavar="DURATION", help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
+            click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
+                         metavar="SIZE", help="The largest answer read; a larger one fails what it was for."),
+            click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True,
+                         help="The most pages one list may take (re-lists included)."),
             click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
                          help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
                               "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
             click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
                          help="Kinds listed at once (per cluster)."),
             click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
-                         help="Objects per list page (limit/continue; 0: unpaginated)."),
+                         help="Objects in a list's first page (limit/continue; 0: unpaginated)."),
+            click.option("--max-chunk-size", type=click.IntRange(1), default=5000, show_default=True,
+                         help="Objects in a later page, which is sized to what the server says is left."),
             click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
                          help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
         ]
@@ -64,9 +104,13 @@ def cluster_options(fleet: bool) -> Callable:
                 "contexts": tuple(contexts or ()),
                 "all_contexts": kwargs.pop("all_contexts", False),
                 "timeout": kwargs.pop("request_timeout"),
-                "expect": tuple(v for value in kwargs.pop("expect_cluster") for v in value.split(",") if v.strip()),
+                "exec_timeout": kwargs.pop("exec_timeout"),
+                "max_response_size": kwargs.pop("max_response_size"),
+                "max_pages": kwargs.pop("max_pages"),
+                "expect": expected_clusters(kwargs.pop("expect_cluster")),
                 "concurrency": kwargs.pop("concurrency"),
                 "chunk_size": kwargs.pop("chunk_size"),
+                "max_chunk_size": kwargs.pop("max_chunk_size"),
                 "max_retries": kwargs.pop("max_retries"),
             }
             return command(**kwargs)
@@ -84,7 +128,7 @@ def _targets(cluster: dict, posture: Any):
     if cluster["all_contexts"] and cluster["contexts"]:
         raise click.UsageError("give --context or --all-contexts, not both")
     targets = target_module.resolve(cluster["kubeconfig"], cluster["contexts"], cluster["all_contexts"],
-                                    concurrency=cluster["concurrency"])
+                                    concurrency=cluster["concurrency"], exec_timeout=cluster["exec_timeout"])
     for target in targets:
         target.label = posture.cluster_label(target.fingerprint)
     target_module.check_expected(targets, cluster["expect"], posture.cluster_labels)
@@ -96,7 +140,9 @@ def _read_options(cluster: dict):
     from auditor.sources.live.reader import ReadOptions
 
     return ReadOptions(concurrency=cluster["concurrency"], chunk_size=cluster["chunk_size"],
-                       policy=RetryPolicy(max_retries=cluster["max_retries"], timeout=cluster["timeout"]))
+                       max_chunk_size=cluster["max_chunk_size"], max_pages=cluster["max_pages"],
+                       policy=RetryPolicy(max_retries=cluster["max_retries"], timeout=cluster["timeout"],
+                                          max_response_bytes=cluster["max_response_size"]))
 
 
 def kinds_for(rule_set: Any) -> list[str]:
@@ -141,9 +187,12 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
         reads = read_fleet(targets, gks, read_options, progress)
     finally:
         progress.close()
+    from auditor.sources.live.safe_text import printable
+
     for read in reads:
         if read.error:
-            click.echo(f"audit: error: {read.error} (its rules report errors; the others are audited)", err=True)
+            click.echo(printable(f"audit: error: {read.error} (its rules report errors; the others are audited)"),
+                       err=True)
     merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
     ctx.exit(report(merged, prepared, options))
 
@@ -171,6 +220,7 @@ def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str |
     from auditor.sources.live import dump
     from auditor.sources.live.progress import Progress
     from auditor.sources.live.reader import read_cluster
+    from auditor.sources.live.safe_text import printable
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
     posture_config = posture.load(posture_file or posture.default_path())
@@ -186,11 +236,12 @@ def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str |
     not_served = sum(1 for c in snap.listed.values() if c.state is CoverageState.NOT_SERVED)
     info = snap.cluster
     name = f"{info.context}" + (f" ({info.label})" if info.label else "")
-    click.echo(f"audit: wrote {output}: {len(snap):,} objects of {len(snap.listed) - not_served - len(failed)} kinds "
-               f"from {name}, {info.server}, Kubernetes {info.version}, fingerprint {info.fingerprint}; "
-               f"{not_served} kinds not served", err=True)
+    click.echo(printable(f"audit: wrote {output}: {len(snap):,} objects of "
+                         f"{len(snap.listed) - not_served - len(failed)} kinds from {name}, {info.server}, "
+                         f"Kubernetes {info.version}, fingerprint {info.fingerprint}; {not_served} kinds not served"),
+               err=True)
     for coverage in failed.values():
-        click.echo(f"audit: error: {coverage.reason}", err=True)
+        click.echo(printable(f"audit: error: {coverage.reason}"), err=True)
     ctx.exit(EXIT_INCOMPLETE if failed else EXIT_OK)
 
 
