@@ -236,7 +236,7 @@ def test_a_100_mb_answer_is_cut_off_within_a_memory_budget(drifted, tmp_path):
     assert result.code == 3, result.stderr
     reason = _reason(json.loads(result.stdout), kinds.SERVICE)
     assert "64 MiB limit (--max-response-size); the rest was not read" in reason
-    assert peak_mib < 400, peak_mib
+    assert peak_mib < 250, peak_mib  # measured: ~120 MiB (a normal run of this cluster: ~55 MiB)
 
 
 @pytest.mark.parametrize("headers", [False, True])
@@ -379,7 +379,7 @@ def test_a_kubeconfig_alias_bomb_is_refused_within_a_memory_budget(tmp_path):
     assert result.code == 3, result.stderr
     assert f"kubeconfig {path}:" in result.stderr and "alias bomb" in result.stderr
     assert "Traceback" not in result.stderr
-    assert peak_mib < 200, peak_mib
+    assert peak_mib < 120, peak_mib  # measured: ~40 MiB
 
 
 @pytest.mark.parametrize("text, what", [

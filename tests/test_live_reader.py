@@ -122,17 +122,16 @@ def test_secrets_are_read_metadata_only_and_redacted(drifted, tmp_path):
 
 def test_a_full_secret_list_is_never_kept(drifted, tmp_path):
     """A server (or proxy) that ignores the metadata-only Accept header: the answer is dropped, the kind failed."""
-    reader = ClusterReader(_target(drifted, tmp_path), [kinds.SECRET], ReadOptions(policy=FAST))
-    real = reader.client.get_json
+    from tests.test_live_fixtures import leaky_secret
 
-    def full_lists(path, query=None, accept="application/json"):
-        return real(path, query, "application/json") if path == "/api/v1/secrets" else real(path, query, accept)
-
-    reader.client.get_json = full_lists
-    snap = reader.read().snapshot
+    full = {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [leaky_secret()]}
+    drifted.faults.add(Fault.answer(full, resource="secrets"))
+    snap = read(drifted, tmp_path, [kinds.SECRET]).snapshot
     coverage = snap.coverage(kinds.SECRET)
     assert coverage.state is CoverageState.FAILED and "metadata only" in coverage.reason
+    assert "a SecretList, not PartialObjectMetadataList" in coverage.reason
     assert snap.of_kind(kinds.SECRET) == []
+    assert SECRET_B64 not in repr([o.raw for o in snap.objects]) + coverage.reason
 
 
 def test_pagination_follows_continue(drifted, tmp_path):

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from auditor.cli.common import AuditOptions, audit_options, evaluate, prepare, report
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
+
+if TYPE_CHECKING:
+    from auditor.sources.live.reader import ReadOptions
+    from auditor.sources.live.target import Target
+
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -59,9 +67,27 @@ def expected_clusters(values: tuple[str, ...]) -> tuple[str, ...]:
     return expected
 
 
-def cluster_options(fleet: bool) -> Callable:
-    """Options naming the cluster(s) and bounding how they are read."""
-    def decorate(command: Callable) -> Callable:
+@dataclass(frozen=True)
+class ClusterOptions:
+    """The options naming the cluster(s) to read and bounding how (docs/live.md, "Connecting")."""
+
+    kubeconfig: str | None
+    contexts: tuple[str, ...]
+    all_contexts: bool
+    timeout: float | None
+    exec_timeout: float | None
+    max_response_size: int
+    max_pages: int
+    expect: tuple[str, ...]
+    concurrency: int
+    chunk_size: int
+    max_chunk_size: int
+    max_retries: int
+
+
+def cluster_options(fleet: bool) -> Callable[[Command], Command]:
+    """Options naming the cluster(s) and bounding how they are read, collected into `cluster: ClusterOptions`."""
+    def decorate(command: Command) -> Command:
         context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
                         if fleet else "Kubeconfig context to read (default: the current one).")
         decorators = [
@@ -73,7 +99,8 @@ def cluster_options(fleet: bool) -> Callable:
                          metavar="DURATION", help="The most one request may take, connecting and reading the "
                                                   "whole answer included (0: no limit)."),
             click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
-                         metavar="DURATION", help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
+                         metavar="DURATION",
+                         help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
             click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
                          metavar="SIZE", help="The largest answer read; a larger one fails what it was for."),
             click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True,
@@ -99,50 +126,51 @@ def cluster_options(fleet: bool) -> Callable:
             contexts = kwargs.pop("contexts")
             if isinstance(contexts, str):
                 contexts = (contexts,)
-            kwargs["cluster"] = {
-                "kubeconfig": kwargs.pop("kubeconfig"),
-                "contexts": tuple(contexts or ()),
-                "all_contexts": kwargs.pop("all_contexts", False),
-                "timeout": kwargs.pop("request_timeout"),
-                "exec_timeout": kwargs.pop("exec_timeout"),
-                "max_response_size": kwargs.pop("max_response_size"),
-                "max_pages": kwargs.pop("max_pages"),
-                "expect": expected_clusters(kwargs.pop("expect_cluster")),
-                "concurrency": kwargs.pop("concurrency"),
-                "chunk_size": kwargs.pop("chunk_size"),
-                "max_chunk_size": kwargs.pop("max_chunk_size"),
-                "max_retries": kwargs.pop("max_retries"),
-            }
+            kwargs["cluster"] = ClusterOptions(
+                kubeconfig=kwargs.pop("kubeconfig"),
+                contexts=tuple(contexts or ()),
+                all_contexts=kwargs.pop("all_contexts", False),
+                timeout=kwargs.pop("request_timeout"),
+                exec_timeout=kwargs.pop("exec_timeout"),
+                max_response_size=kwargs.pop("max_response_size"),
+                max_pages=kwargs.pop("max_pages"),
+                expect=expected_clusters(kwargs.pop("expect_cluster")),
+                concurrency=kwargs.pop("concurrency"),
+                chunk_size=kwargs.pop("chunk_size"),
+                max_chunk_size=kwargs.pop("max_chunk_size"),
+                max_retries=kwargs.pop("max_retries"),
+            )
             return command(**kwargs)
 
+        decorated: Callable[..., Any] = wrapper
         for decorator in reversed(decorators):
-            wrapper = decorator(wrapper)
-        return wrapper
+            decorated = decorator(decorated)
+        return decorated  # type: ignore[return-value]  # the same command, with options
     return decorate
 
 
-def _targets(cluster: dict, posture: Any):
+def _targets(cluster: ClusterOptions, posture: Any) -> list[Target]:
     """Resolve the targets, attach posture labels, apply the target guard."""
     from auditor.sources.live import target as target_module
 
-    if cluster["all_contexts"] and cluster["contexts"]:
+    if cluster.all_contexts and cluster.contexts:
         raise click.UsageError("give --context or --all-contexts, not both")
-    targets = target_module.resolve(cluster["kubeconfig"], cluster["contexts"], cluster["all_contexts"],
-                                    concurrency=cluster["concurrency"], exec_timeout=cluster["exec_timeout"])
+    targets = target_module.resolve(cluster.kubeconfig, cluster.contexts, cluster.all_contexts,
+                                    concurrency=cluster.concurrency, exec_timeout=cluster.exec_timeout)
     for target in targets:
         target.label = posture.cluster_label(target.fingerprint)
-    target_module.check_expected(targets, cluster["expect"], posture.cluster_labels)
+    target_module.check_expected(targets, cluster.expect, posture.cluster_labels)
     return targets
 
 
-def _read_options(cluster: dict):
+def _read_options(cluster: ClusterOptions) -> ReadOptions:
     from auditor.sources.live.client import RetryPolicy
     from auditor.sources.live.reader import ReadOptions
 
-    return ReadOptions(concurrency=cluster["concurrency"], chunk_size=cluster["chunk_size"],
-                       max_chunk_size=cluster["max_chunk_size"], max_pages=cluster["max_pages"],
-                       policy=RetryPolicy(max_retries=cluster["max_retries"], timeout=cluster["timeout"],
-                                          max_response_bytes=cluster["max_response_size"]))
+    return ReadOptions(concurrency=cluster.concurrency, chunk_size=cluster.chunk_size,
+                       max_chunk_size=cluster.max_chunk_size, max_pages=cluster.max_pages,
+                       policy=RetryPolicy(max_retries=cluster.max_retries, timeout=cluster.timeout,
+                                          max_response_bytes=cluster.max_response_size))
 
 
 def kinds_for(rule_set: Any) -> list[str]:
@@ -153,7 +181,7 @@ def kinds_for(rule_set: Any) -> list[str]:
 @audit_options
 @cluster_options(fleet=True)
 @click.pass_context
-def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
+def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> None:
     """Audit a running cluster, or several (a fleet), read-only.
 
     Lists, cluster-wide, exactly the kinds the selected rules read (Secrets
@@ -172,7 +200,7 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
     gks = kinds_for(prepared.rule_set)
     read_options = _read_options(cluster)
     progress = Progress()
-    if len(targets) == 1 and not cluster["all_contexts"]:
+    if len(targets) == 1 and not cluster.all_contexts:
         from auditor.sources.live.reader import read_cluster
 
         try:
@@ -198,14 +226,15 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
 
 
 @click.command()
-@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the snapshot (- for standard output).")
+@click.option("-o", "--output", required=True, metavar="FILE",
+              help="Where to write the snapshot (- for standard output).")
 @cluster_options(fleet=False)
 @click.option("--posture", "posture_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Posture file, for cluster labels (default: ./audit-posture.yaml if present).")
 @click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Read only what this rule reads (repeatable).")
 @click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Do not read for this rule (repeatable).")
 @click.pass_context
-def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str | None,
+def snapshot(ctx: click.Context, output: str, cluster: ClusterOptions, posture_file: str | None,
              only_rules: tuple[str, ...], skip_rules: tuple[str, ...]) -> None:
     """Write what `audit live` reads to FILE, to audit later (`audit FILE`).
 
@@ -234,7 +263,7 @@ def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str |
     dump.write(output, snap, dump.now(), result.counts)
     failed = {gk: c for gk, c in snap.listed.items() if c.state is CoverageState.FAILED}
     not_served = sum(1 for c in snap.listed.values() if c.state is CoverageState.NOT_SERVED)
-    info = snap.cluster
+    info = snap.cluster if snap.cluster is not None else targets[0].cluster_info()  # a live read always has it
     name = f"{info.context}" + (f" ({info.label})" if info.label else "")
     click.echo(printable(f"audit: wrote {output}: {len(snap):,} objects of "
                          f"{len(snap.listed) - not_served - len(failed)} kinds from {name}, {info.server}, "
@@ -261,7 +290,8 @@ def rbac(only_rules: tuple[str, ...], skip_rules: tuple[str, ...], name: str, na
     from auditor.sources.live import rbac as rbac_module
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
-    command = "audit rbac" + "".join(f" --rule {r}" for r in only_rules) + "".join(f" --skip-rule {r}" for r in skip_rules)
+    command = ("audit rbac" + "".join(f" --rule {r}" for r in only_rules)
+               + "".join(f" --skip-rule {r}" for r in skip_rules))
     try:
         text = rbac_module.render(rule_set.rules, name, namespace, command=command)
     except rbac_module.UnknownKinds as error:

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .store import ContinueToken
 
@@ -87,56 +88,56 @@ class Fault:
 
     # Convenience constructors read better in tests than kind strings.
     @classmethod
-    def slow(cls, seconds: float = 0.05, **sel) -> "Fault":
+    def slow(cls, seconds: float = 0.05, **sel: Any) -> Fault:
         return cls("latency", latency=seconds, **sel)
 
     @classmethod
-    def hold(cls, gate: threading.Event, timeout: float = 10.0, **sel) -> "Fault":
+    def hold(cls, gate: threading.Event, timeout: float = 10.0, **sel: Any) -> Fault:
         return cls("gate", gate=gate, gate_timeout=timeout, **sel)
 
     @classmethod
-    def throttle(cls, retry_after: int = 1, **sel) -> "Fault":
+    def throttle(cls, retry_after: int = 1, **sel: Any) -> Fault:
         return cls("throttle", retry_after=retry_after, **sel)
 
     @classmethod
-    def error(cls, message: str = "etcdserver: request timed out", **sel) -> "Fault":
+    def error(cls, message: str = "etcdserver: request timed out", **sel: Any) -> Fault:
         return cls("error", message=message, **sel)
 
     @classmethod
-    def drop(cls, after_bytes: int | None = None, **sel) -> "Fault":
+    def drop(cls, after_bytes: int | None = None, **sel: Any) -> Fault:
         return cls("drop", drop_after_bytes=after_bytes, **sel)
 
     @classmethod
-    def expired(cls, **sel) -> "Fault":
+    def expired(cls, **sel: Any) -> Fault:
         return cls("expired", **sel)
 
     @classmethod
-    def answer(cls, body: Any, status: int = 200, content_type: str = "application/json", **sel) -> "Fault":
+    def answer(cls, body: Any, status: int = 200, content_type: str = "application/json", **sel: Any) -> Fault:
         return cls("answer", body=body, status=status, content_type=content_type, **sel)
 
     @classmethod
-    def rewrite(cls, rewrite: Callable[[Any, int], Any], **sel) -> "Fault":
+    def rewrite(cls, rewrite: Callable[[Any, int], Any], **sel: Any) -> Fault:
         return cls("rewrite", rewrite_with=rewrite, **sel)
 
     @classmethod
-    def endless_continue(cls, **sel) -> "Fault":
+    def endless_continue(cls, **sel: Any) -> Fault:
         """Every page says there is more, with a token never seen before (each a valid
         token that starts the list over, so the server keeps answering it)."""
         return cls.rewrite(lambda doc, n: _with_continue(doc, ContinueToken(1_000_000 + n, "").encode()), **sel)
 
     @classmethod
-    def repeated_continue(cls, **sel) -> "Fault":
+    def repeated_continue(cls, **sel: Any) -> Fault:
         """Every page says there is more, with the same token."""
         return cls.rewrite(lambda doc, n: _with_continue(doc, REPEATED_TOKEN), **sel)
 
     @classmethod
     def huge(cls, size: int, chunked: bool = False, list_kind: str = "ServiceList", api_version: str = "v1",
-             **sel) -> "Fault":
+             **sel: Any) -> Fault:
         return cls("huge", huge_bytes=size, chunked=chunked, list_kind=list_kind, api_version=api_version, **sel)
 
     @classmethod
     def trickle(cls, every: float = 0.1, nbytes: int = 1, for_at_most: float = 20.0, headers: bool = False,
-                **sel) -> "Fault":
+                **sel: Any) -> Fault:
         return cls("trickle", trickle_interval=every, trickle_bytes=nbytes, trickle_for=for_at_most,
                    trickle_headers=headers, **sel)
 
@@ -151,9 +152,7 @@ class Fault:
             return False
         if self.verb is not None and self.verb != verb:
             return False
-        if self.kind == "expired" and not has_continue:
-            return False
-        return True
+        return not (self.kind == "expired" and not has_continue)
 
 
 REPEATED_TOKEN = ContinueToken(1, "").encode()

@@ -8,14 +8,16 @@ authorization (403) -> routing (404) -> the answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
 import time
 import traceback
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import status
@@ -34,9 +36,13 @@ class KubeApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as Go's transport expects
     timeout = 30  # idle keep-alive connections are closed after this
 
+    _fired: tuple[str, ...] = ()
+    _answer_fault: Fault | None = None
+
     @property
-    def app(self) -> "KubeApiServer":
-        return self.server.app  # type: ignore[attr-defined]
+    def app(self) -> KubeApiServer:
+        app: KubeApiServer = self.server.app  # type: ignore[attr-defined]
+        return app
 
     def handle(self) -> None:
         # The TLS handshake runs here, in the connection's own thread, so a
@@ -47,13 +53,13 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             return
         try:
             super().handle()
-        except (ConnectionError, ssl.SSLError, socket.timeout, TimeoutError):
+        except (ConnectionError, ssl.SSLError, TimeoutError):
             self.close_connection = True
 
     def version_string(self) -> str:
         return "kubeapi-test"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass  # the request log replaces stderr access logs
 
     # Every method funnels into one place; only GET/HEAD can succeed.
@@ -78,7 +84,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         elif length > 0:
             self.rfile.read(length)
 
-    def _authenticate(self) -> "User":
+    def _authenticate(self) -> User:
         auth = self.headers.get("Authorization", "")
         scheme, _, token = auth.partition(" ")
         user = self.app.user_for_token(token.strip()) if scheme.lower() == "bearer" else None
@@ -86,7 +92,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             raise status.unauthorized()
         return user
 
-    def _authorize(self, user: "User", info: RequestInfo) -> None:
+    def _authorize(self, user: User, info: RequestInfo) -> None:
         policy = user.policy
         if policy is None:
             return
@@ -105,7 +111,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             raise status.forbidden_resource(rtype, user.name, info.verb, info.subresource,
                                             info.namespace, info.name)
 
-    def _apply_fault(self, info: RequestInfo, query: dict) -> None:
+    def _apply_fault(self, info: RequestInfo, query: dict[str, Any]) -> None:
         """Sleep for latency faults and raise for 429/500/410; a drop is
         remembered on self and happens while sending the answer."""
         has_continue = bool(query.get("continue", [""])[0])
@@ -135,8 +141,8 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             self.app.leave_request()
 
     def _handle_request(self) -> None:
-        self._fired: tuple[str, ...] = ()
-        self._answer_fault: Fault | None = None
+        self._fired = ()
+        self._answer_fault = None
         split = urlsplit(self.path)
         path = unquote(split.path) or "/"
         query = parse_qs(split.query, keep_blank_values=True)
@@ -163,8 +169,8 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             resp = Response(err.code, encode(err.body()), headers=err.headers)
         except Exception:  # a bug in the fake server must not look like a cluster answer
             self.app.record_error(traceback.format_exc())
-            err = status.internal_error("kubeapi test server bug; see server.errors")
-            resp = Response(500, encode(err.body()))
+            bug = status.internal_error("kubeapi test server bug; see server.errors")
+            resp = Response(500, encode(bug.body()))
         fault = self._answer_fault
         if fault is not None and (fault.kind == "answer" or (fault.kind == "rewrite" and resp.status == 200)):
             resp = _changed_answer(resp, fault)
@@ -214,10 +220,8 @@ class KubeApiHandler(BaseHTTPRequestHandler):
 
     def _hang_up(self) -> None:
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def _send_huge(self, resp: Response, fault: Fault) -> None:
         """A valid list of about `huge_bytes` bytes, generated while it is sent."""
@@ -236,8 +240,9 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         """The answer (headers too, if asked) a few bytes at a time, for a bounded time."""
         head = b""
         if fault.trickle_headers:
-            head = b"".join(self._headers_buffer) + b"\r\n"  # type: ignore[attr-defined]
-            self._headers_buffer = []  # type: ignore[attr-defined]
+            buffered: list[bytes] = getattr(self, "_headers_buffer", [])  # BaseHTTPRequestHandler's
+            head = b"".join(buffered) + b"\r\n"
+            buffered.clear()
         else:
             self.end_headers()
         data = head + resp.body

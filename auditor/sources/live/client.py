@@ -35,14 +35,16 @@ decides what it means. Every server-written text quoted in a failure (a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from auditor.sources.live.safe_text import clean, summary
 
@@ -63,6 +65,9 @@ _READ_CHUNK = 256 * 1024
 # bytes (ED A0..BF xx), which `json.loads` decodes with "surrogatepass".
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The bytes that are not brackets or quotes: what the depth pre-check deletes.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
+_STRING = re.compile(rb'"[^"]*"')
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class RetryPolicy:
     def backoff(self, attempt: int, rand: Callable[[], float]) -> float:
         """Delay before retry number `attempt` (1-based): exponential, capped, with jitter
         (uniform in [d/2, d]) so concurrent listers do not retry in lockstep."""
-        delay = min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
+        delay = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
         return delay / 2 + rand() * delay / 2
 
 
@@ -215,11 +220,9 @@ def _shut_down(connection: Any) -> None:
     sock = getattr(connection, "sock", None)
     if sock is None:
         return
-    try:
+    with contextlib.suppress(OSError):
         # The plain socket's shutdown: safe from another thread, even under TLS.
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 _current = threading.local()
@@ -278,6 +281,30 @@ def _watched_pool_classes() -> _PoolClasses:
 # --- answers ---------------------------------------------------------------------------------
 
 
+def _maybe_deeper_than_half(body: bytes, limit: int) -> bool:
+    """False when the (valid) JSON `body` surely nests at most `limit` levels, in C-speed passes.
+
+    Escaped backslashes and quotes are removed, then everything but brackets and
+    quotes, then the strings (empty ones first, by a plain replace: two adjacent
+    quotes are always an empty string or the end of one string and the start of
+    the next, so removing them keeps every bracket inside or outside its string).
+    What is left is the bracket structure alone. Each pass deleting the empty
+    `{}` and `[]` pairs peels at least one and at most two levels, so a structure
+    gone within `limit // 2` passes nests at most `limit` levels. Only what
+    survives them (an answer more than `limit // 2` deep) pays for the exact walk.
+    """
+    if b"\\" in body:
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    structure = body.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in structure:
+        structure = _STRING.sub(b"", structure)
+    for _ in range(limit // 2):
+        if not structure:
+            return False
+        structure = structure.replace(b"{}", b"").replace(b"[]", b"")
+    return bool(structure)
+
+
 def _depth_problem(document: Any) -> str | None:
     """Why `document` is too deep to use, or None. Iterative: a hostile answer cannot exhaust the stack."""
     stack: list[tuple[Any, int]] = [(document, 1)]
@@ -308,20 +335,28 @@ def _surrogate_problem(document: Any) -> str | None:
     return None
 
 
-def parse_answer(body: bytes) -> Any:
-    """The JSON of a 2xx answer; `ValueError` when it is not JSON, `_Unusable` when it cannot be used."""
+def parse_answer(body: bytes, checked: bool = True) -> Any:
+    """The JSON of a 2xx answer; `ValueError` when it is not JSON, `_Unusable` when it cannot be used.
+    With `checked=False` the depth and text checks are left to the caller (`check_answer`)."""
     try:
         document = json.loads(body)
     except RecursionError:
         raise _Unusable(f"nested deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError:
         raise _Unusable("not UTF-8 text") from None
-    problem = _depth_problem(document)
-    if problem is None and _MAYBE_SURROGATE.search(body):
+    if checked:
+        check_answer(body, document, "")
+    return document
+
+
+def check_answer(body: bytes, document: Any, path: str) -> None:
+    """Refuse an answer nested deeper than `MAX_DEPTH` or holding a lone surrogate (`UnusableAnswer`)."""
+    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH) else None
+    # Substring tests first (C speed); the regex and the walk only when one could be there.
+    if problem is None and (b"\\u" in body or b"\xed" in body) and _MAYBE_SURROGATE.search(body):
         problem = _surrogate_problem(document)
     if problem is not None:
-        raise _Unusable(problem)
-    return document
+        raise _Unusable(problem) if not path else UnusableAnswer(path, problem)
 
 
 class _Unusable(Exception):
@@ -339,7 +374,7 @@ class Client:
                  sleep: Callable[[float], None] = time.sleep, rand: Callable[[], float] = random.random) -> None:
         from kubernetes.client import ApiClient
 
-        self.api = ApiClient(configuration)
+        self.api: Any = ApiClient(configuration)  # the client carries no annotations
         self.api.user_agent = getattr(configuration, "user_agent", None) or self.api.user_agent
         pools = _watched_pool_classes()
         manager = self.api.rest_client.pool_manager
@@ -352,10 +387,8 @@ class Client:
         self.requests_made = 0
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing must never mask the audit's outcome
             self.api.rest_client.close()
-        except Exception:  # closing must never mask the audit's outcome
-            pass
 
     def _timeout(self) -> Any:
         if not self.policy.timeout:
@@ -458,15 +491,16 @@ class Client:
             raise ApiFailure(path, answer.status, _status_message(answer.body), attempt)
 
     def get_json(self, path: str, query: list[tuple[str, str]] | None = None,
-                 accept: str = JSON) -> tuple[Any, Answer]:
+                 accept: str = JSON, checked: bool = True) -> tuple[Any, Answer]:
         """`get`, parsed. A 2xx body that is not JSON counts as a truncated answer and is retried;
-        one that is JSON but unusable (too deep, not text) is not."""
+        one that is JSON but unusable (too deep, not text) is not. `checked=False` leaves the
+        depth and text checks to the caller (`check_answer`), to run them off the critical path."""
         attempts = 0
         while True:
             attempts += 1
             answer = self.get(path, query, accept)
             try:
-                return parse_answer(answer.body), answer
+                return parse_answer(answer.body, checked), answer
             except _Unusable as problem:
                 raise UnusableAnswer(path, str(problem), attempts) from None
             except ValueError:

@@ -223,7 +223,7 @@ def _fetch_group_versions(client: Client, discovery: Discovery, jobs: list[tuple
         except Malformed as malformed:
             return None, str(malformed)
 
-    for (group, version), (resources, problem) in zip(pairs, pool.map(fetch, pairs)):
+    for (group, version), (resources, problem) in zip(pairs, pool.map(fetch, pairs), strict=True):
         if problem is not None or resources is None:
             discovery.failed_groups.setdefault(group, problem or "discovery failed")
         else:
@@ -252,8 +252,8 @@ def _legacy_group_jobs(document: dict[str, Any], needed_groups: set[str]) -> lis
             continue
         preferred = (entry.get("preferredVersion") or {}).get("version") \
             if isinstance(entry.get("preferredVersion"), dict) else None
-        versions = [v.get("version") for v in _list_field(entry, "versions", f"{what} {name}") if isinstance(v, dict)]
-        versions = [v for v in versions if isinstance(v, str) and v]
+        listed = [v.get("version") for v in _list_field(entry, "versions", f"{what} {name}") if isinstance(v, dict)]
+        versions: list[str] = [v for v in listed if isinstance(v, str) and v]
         if not versions:
             raise Malformed(f"{what}: unexpected answer (group {name} lists no versions)")
         if preferred in versions:  # the server lists the preferred version first; make sure

@@ -20,6 +20,7 @@ request is then a 401). This one:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -59,10 +60,8 @@ def _environment(config: dict[str, Any], info: str) -> dict[str, str]:
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 

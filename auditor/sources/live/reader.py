@@ -45,15 +45,23 @@ so a CRD that serves no version is not read.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from auditor import kinds
 from auditor.errors import ClusterError
 from auditor.model import K8sObject, Source
 from auditor.snapshot import Coverage, CoverageState, Snapshot
-from auditor.sources.live.client import ApiFailure, Client, RetryPolicy, TransportFailure, UnusableAnswer
+from auditor.sources.live.client import (
+    ApiFailure,
+    Client,
+    RetryPolicy,
+    TransportFailure,
+    UnusableAnswer,
+    check_answer,
+)
 from auditor.sources.live.discovery import ApiResource, Discovery, RootAnswer, describe_kind, discover, fetch_roots
 from auditor.sources.live.progress import Progress
 from auditor.sources.live.safe_text import clean
@@ -96,7 +104,7 @@ class ReadOptions:
     max_chunk_size: int = 5000  # objects in any later page
     max_pages: int = 1000  # pages of one list, re-lists included
     max_relists: int = 3
-    policy: RetryPolicy = RetryPolicy()
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass
@@ -160,6 +168,7 @@ def _coverage(state: CoverageState, reason: str = "") -> Coverage:
 
 def _check_list(document: Any, resource: ApiResource, metadata_only: bool, path: str) -> dict[str, Any]:
     """`document` if it is the list asked for, else `UnusableAnswer` naming what came instead."""
+    versions: tuple[str, ...]
     if metadata_only:
         expected, versions = "PartialObjectMetadataList", PARTIAL_METADATA_VERSIONS
     else:
@@ -199,10 +208,14 @@ def _item_problem(item: dict[str, Any]) -> str | None:
 
 @dataclass
 class _Page:
-    objects: list[dict[str, Any]]
+    """What the next request needs from a page (read before the page is checked), and the
+    page's checked objects to come (`_checked_objects`, run while the next page is fetched)."""
+
     token: str | None
     remaining: int | None
+    count: int
     body_bytes: int
+    objects: Future[list[dict[str, Any]]]
 
 
 @dataclass
@@ -223,6 +236,10 @@ class _Listed:
     problem: str | None
 
 
+# A CRD read by name: the CRD (None when it is gone), or why it could not be read.
+_Got = tuple["dict[str, Any] | None", "str | None"]
+
+
 def _priority(gk: str) -> tuple[int, str]:
     return (LIKELY_LARGEST.index(gk) if gk in LIKELY_LARGEST else len(LIKELY_LARGEST), gk)
 
@@ -238,6 +255,8 @@ class ClusterReader:
         self.progress = progress or Progress(enabled=False)
         self.client = Client(target.configuration, options.policy, sleep=sleep)
         self.seconds: dict[str, float] = {}
+        # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
+        self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
 
     # -- 1. the cluster itself --------------------------------------------------------
     def _contact(self, pool: ThreadPoolExecutor) -> tuple[str, list[Future[RootAnswer]]]:
@@ -313,15 +332,25 @@ class ClusterReader:
     # -- 3. listing ----------------------------------------------------------------------
     def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool) -> _Page:
         accept = PARTIAL_METADATA_ACCEPT if metadata_only else "application/json"
-        document, answer = self.client.get_json(resource.collection_path, query, accept)
-        document = _check_list(document, resource, metadata_only, resource.collection_path)
-        metadata = document.get("metadata")
+        path = resource.collection_path
+        document, answer = self.client.get_json(path, query, accept, checked=False)
+        metadata = document.get("metadata") if isinstance(document, dict) else None
         metadata = metadata if isinstance(metadata, dict) else {}
-        token = metadata.get("continue")
-        remaining = metadata.get("remainingItemCount")
-        objects = [_as_object(item, resource, metadata_only) for item in document["items"]]
-        return _Page(objects, token if isinstance(token, str) and token else None,
-                     remaining if isinstance(remaining, int) and remaining >= 0 else None, len(answer.body))
+        token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+        items = document.get("items") if isinstance(document, dict) else None
+        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only)
+        return _Page(token if isinstance(token, str) and token else None,
+                     remaining if isinstance(remaining, int) and remaining >= 0 else None,
+                     len(items) if isinstance(items, list) else 0, len(answer.body), objects)
+
+    @staticmethod
+    def _checked_objects(body: bytes, document: Any, resource: ApiResource,
+                         metadata_only: bool) -> list[dict[str, Any]]:
+        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`)."""
+        path = resource.collection_path
+        check_answer(body, document, path)
+        checked = _check_list(document, resource, metadata_only, path)
+        return [_as_object(item, resource, metadata_only) for item in checked["items"]]
 
     def _next_limit(self, limit: int, page: _Page, objects: int, body_bytes: int) -> int:
         """The size of the next page: the rest of the collection when the server said how much is
@@ -333,39 +362,62 @@ class ClusterReader:
         floor = self.options.chunk_size
         return max(floor, min(max(floor, self.options.max_chunk_size), wanted, by_bytes))
 
-    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
-        """One complete list, following `continue`, in at most `pages_left` pages."""
-        metadata_only = resource.gk in METADATA_ONLY
+    @staticmethod
+    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[dict[str, Any]]:
+        """Every page's checked objects, in order (`UnusableAnswer` from the first page that is not
+        a usable list); with `done_only`, only raises for pages already checked."""
         items: list[dict[str, Any]] = []
+        for page in pages:
+            if done_only:
+                if page.objects.done() and page.objects.exception() is not None:
+                    page.objects.result()
+                continue
+            items.extend(page.objects.result())
+        return items
+
+    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
+        """One complete list, following `continue`, in at most `pages_left` pages.
+
+        Pipelined: a page's continue token is all the next request needs, so the page is
+        checked and its objects built (`_checked_objects`) while the next one is fetched."""
+        metadata_only = resource.gk in METADATA_ONLY
+        pages: list[_Page] = []
         limit = self.options.chunk_size
         token: str | None = None
         seen: set[str] = set()
-        pages = body_bytes = 0
-        while True:
-            if pages >= pages_left:
-                raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
-                                  f"{self.options.max_pages} pages (--max-pages)")
-            query = [("limit", str(limit))] if paginated else []
-            if token:
-                query.append(("continue", token))
-            try:
-                page = self._page(resource, query, metadata_only)
-            except ApiFailure as failure:
-                self.progress.objects(-len(items))
-                raise _PageFailed(failure, token is not None, pages + 1) from None
-            pages += 1
-            items.extend(page.objects)
-            self.progress.objects(len(page.objects))
-            if not paginated or page.token is None:
-                return items
-            if page.token in seen:
-                self.progress.objects(-len(items))
-                raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: the server repeated a continue "
-                                  f"token after {pages} pages (its pagination loops)")
-            seen.add(page.token)
-            token = page.token
-            body_bytes += page.body_bytes
-            limit = self._next_limit(limit, page, len(items), body_bytes)
+        objects = body_bytes = 0
+        try:
+            while True:
+                if len(pages) >= pages_left:
+                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
+                                      f"{self.options.max_pages} pages (--max-pages)")
+                query = [("limit", str(limit))] if paginated else []
+                if token:
+                    query.append(("continue", token))
+                self._objects_of(pages, done_only=True)  # a page already found unusable ends the list
+                try:
+                    page = self._page(resource, query, metadata_only)
+                except ApiFailure as failure:
+                    raise _PageFailed(failure, token is not None, len(pages) + 1) from None
+                pages.append(page)
+                objects += page.count
+                self.progress.objects(page.count)
+                if not paginated or page.token is None:
+                    return self._objects_of(pages)
+                if page.token in seen:
+                    self._objects_of(pages)  # an unusable page explains it better, if there is one
+                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: the server repeated "
+                                      f"a continue token after {len(pages)} pages (its pagination loops)")
+                seen.add(page.token)
+                token = page.token
+                body_bytes += page.body_bytes
+                limit = self._next_limit(limit, page, objects, body_bytes)
+        except UnusableAnswer as unusable:  # a page checked off the critical path
+            self.progress.objects(-objects)
+            raise _PageFailed(unusable, False, len(pages)) from None
+        except BaseException:
+            self.progress.objects(-objects)
+            raise
 
     def _list(self, resource: ApiResource) -> list[dict[str, Any]]:
         expirations = 0
@@ -406,20 +458,20 @@ class ClusterReader:
         self.progress.kind_done()
         return listed
 
-    def _get_crd_safely(self, name: str) -> tuple[dict[str, Any] | None, str | None]:
+    def _get_crd_safely(self, name: str) -> _Got:
         try:
             return self._get_crd(name), None
         except _ListFailed as failed:
             return None, failed.reason
 
-    def _start(self, plan: _Plan, pool: ThreadPoolExecutor) -> tuple[list[Future[_Listed]], list[Future[Any]]]:
+    def _start(self, plan: _Plan, pool: ThreadPoolExecutor) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
         self.progress.plan(self.target.name, len(plan.lists) + (1 if plan.crd_read else 0))
         lists = [pool.submit(self._list_kind, gk, resource) for gk, resource in plan.lists]
         crds = [pool.submit(self._get_crd_safely, name) for name in plan.crd_names] if plan.crd_read else []
         return lists, crds
 
     # -- 4. coverage -----------------------------------------------------------------------
-    def _collect(self, plan: _Plan, lists: list[Future[_Listed]], crds: list[Future[Any]],
+    def _collect(self, plan: _Plan, lists: list[Future[_Listed]], crds: list[Future[_Got]],
                  crd_began: float) -> dict[str, list[dict[str, Any]]]:
         objects_by_gk: dict[str, list[dict[str, Any]]] = {}
         for future in lists:
@@ -430,9 +482,10 @@ class ClusterReader:
                 plan.coverage[listed.gk] = _coverage(CoverageState.LISTED)
                 objects_by_gk[listed.gk] = listed.objects
         if plan.crd_read:
-            found, problems = [], []
-            for future in crds:
-                crd, problem = future.result()
+            found: list[dict[str, Any]] = []
+            problems: list[str] = []
+            for got in crds:
+                crd, problem = got.result()
                 if problem is not None:
                     problems.append(problem)
                 elif crd is not None:
@@ -465,6 +518,7 @@ class ClusterReader:
         try:
             return self._read()
         finally:
+            self._checker.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
     def _read(self) -> ReadResult:

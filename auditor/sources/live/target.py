@@ -39,6 +39,7 @@ import base64
 import binascii
 import functools
 import hashlib
+import importlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,12 @@ def fingerprint(ca_data: bytes | None, server: str) -> str:
     """First 12 hex digits of sha256(CA data), or of the server URL without CA data."""
     material = ca_data if ca_data else server.rstrip("/").encode()
     return hashlib.sha256(material).hexdigest()[:12]
+
+
+def _kubernetes(module: str) -> Any:
+    """A module of the `kubernetes` client, imported on use (start-up never pays for it) and
+    typed `Any`: the client's loaders carry no annotations."""
+    return importlib.import_module(f"kubernetes.{module}")
 
 
 def _error(message: str) -> ClusterError:
@@ -242,23 +249,25 @@ def _configure(configuration: Any, concurrency: int) -> Any:
 def _config_nodes(kubeconfig: Kubeconfig, current: str) -> Any:
     """The merged kubeconfig as the client's `ConfigNode` tree (what its own
     `KubeConfigMerger` would build), each entry remembering its file."""
-    from kubernetes.config.kube_config import ConfigNode
+    config_node = _kubernetes("config.kube_config").ConfigNode
 
     def entries(table: dict[str, Entry], key: str) -> list[Any]:
-        return [ConfigNode(f"{entry.path}/{key}[name={name}]", entry.raw, entry.path) for name, entry in table.items()]
+        return [config_node(f"{entry.path}/{key}[name={name}]", entry.raw, entry.path) for name, entry in table.items()]
 
     first = kubeconfig.paths[0]
     value = {"clusters": entries(kubeconfig.clusters, "clusters"), "contexts": entries(kubeconfig.contexts, "contexts"),
              "users": entries(kubeconfig.users, "users"), "current-context": current}
-    return ConfigNode(first, value, first)
+    return config_node(first, value, first)
 
 
 @functools.lru_cache(maxsize=1)
 def _loader_class() -> Any:
     """The client's `KubeConfigLoader`, with exec plugins run by `exec_plugin.run`."""
-    from kubernetes.config.kube_config import FileOrData, KubeConfigLoader, parse_rfc3339
+    kube_config = _kubernetes("config.kube_config")
+    file_or_data, parse_rfc3339 = kube_config.FileOrData, _kubernetes("config.dateutil").parse_rfc3339
+    base: Any = kube_config.KubeConfigLoader
 
-    class BoundedLoader(KubeConfigLoader):  # type: ignore[misc]
+    class BoundedLoader(base):  # type: ignore[misc]  # an untyped base
         exec_timeout: float | None = DEFAULT_EXEC_TIMEOUT
         user_name: str = ""
 
@@ -274,12 +283,12 @@ def _loader_class() -> Any:
             if isinstance(status.get("token"), str) and status["token"]:
                 self.token = f"Bearer {status['token']}"
             else:
-                self.cert_file = FileOrData(status, None, data_key_name="clientCertificateData",
-                                            file_base_path=base_path, base64_file_content=False,
-                                            temp_file_path=self._temp_file_path).as_file()
-                self.key_file = FileOrData(status, None, data_key_name="clientKeyData",
-                                           file_base_path=base_path, base64_file_content=False,
-                                           temp_file_path=self._temp_file_path).as_file()
+                self.cert_file = file_or_data(status, None, data_key_name="clientCertificateData",
+                                              file_base_path=base_path, base64_file_content=False,
+                                              temp_file_path=self._temp_file_path).as_file()
+                self.key_file = file_or_data(status, None, data_key_name="clientKeyData",
+                                             file_base_path=base_path, base64_file_content=False,
+                                             temp_file_path=self._temp_file_path).as_file()
             if "expirationTimestamp" in status:
                 self.expiry = parse_rfc3339(status["expirationTimestamp"])
             return True
@@ -288,8 +297,8 @@ def _loader_class() -> Any:
 
 
 def _load_context(kubeconfig: Kubeconfig, context: str, concurrency: int, exec_timeout: float | None) -> Target:
-    from kubernetes.client import Configuration
-    from kubernetes.config.kube_config import ConfigException
+    configuration_class = _kubernetes("client").Configuration
+    config_exception = _kubernetes("config.config_exception").ConfigException
 
     shown = printable(context)
     entry = kubeconfig.contexts[context].body
@@ -304,7 +313,7 @@ def _load_context(kubeconfig: Kubeconfig, context: str, concurrency: int, exec_t
         raise _error(f"kubeconfig {kubeconfig.where}: cluster {cluster_name} has no server")
     server = clean(raw_server.rstrip("/"))
     ca = _ca_data(cluster, context, kubeconfig.where)
-    configuration = type.__call__(Configuration)
+    configuration = type.__call__(configuration_class)
     user_name = entry.get("user")
     try:
         loader = _loader_class()(config_dict=_config_nodes(kubeconfig, context), active_context=context,
@@ -314,7 +323,7 @@ def _load_context(kubeconfig: Kubeconfig, context: str, concurrency: int, exec_t
         loader.load_and_set(configuration)
     except ClusterError:
         raise
-    except ConfigException as error:
+    except config_exception as error:
         raise _error(f"kubeconfig {kubeconfig.where}: context {context}: {_first_line(error)}") from None
     except Exception as error:  # auth providers: one line, never a traceback
         raise _error(f"kubeconfig {kubeconfig.where}: context {context}: cannot load credentials: "
@@ -336,19 +345,19 @@ def in_cluster_available(environ: dict[str, str] | None = None) -> bool:
 def load_in_cluster(concurrency: int, environ: dict[str, str] | None = None,
                     service_account_dir: str | None = None) -> Target:
     """The pod's service account (token and CA files, KUBERNETES_SERVICE_HOST/PORT)."""
-    from kubernetes.client import Configuration
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import InClusterConfigLoader
+    configuration_class = _kubernetes("client").Configuration
+    config_exception = _kubernetes("config.config_exception").ConfigException
+    loader_class = _kubernetes("config.incluster_config").InClusterConfigLoader
 
     environ = dict(os.environ if environ is None else environ)
     directory = service_account_dir or SERVICE_ACCOUNT_DIR
     environ.setdefault("KUBERNETES_SERVICE_PORT", "443")
-    configuration = type.__call__(Configuration)
+    configuration = type.__call__(configuration_class)
     try:
-        loader = InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
-                                       cert_filename=os.path.join(directory, "ca.crt"), environ=environ)
+        loader = loader_class(token_filename=os.path.join(directory, "token"),
+                              cert_filename=os.path.join(directory, "ca.crt"), environ=environ)
         loader.load_and_set(configuration)
-    except ConfigException as error:
+    except config_exception as error:
         raise _error(f"in-cluster configuration ({directory}): {_first_line(error)}") from None
     except OSError as error:
         raise _error(f"in-cluster configuration ({directory}): cannot read: {error.strerror or error}") from None
@@ -392,7 +401,8 @@ def resolve(kubeconfig_path: str | None, contexts: tuple[str, ...] | list[str] =
 # --- labels and the target guard -----------------------------------------------------
 
 
-def check_expected(targets: list[Target], expected: tuple[str, ...] | list[str], cluster_labels: dict[str, str]) -> None:
+def check_expected(targets: list[Target], expected: tuple[str, ...] | list[str],
+                   cluster_labels: dict[str, str]) -> None:
     """Refuse to audit a target that is not the expected cluster.
 
     Each expected value is a fingerprint or a posture label; every target must
@@ -405,13 +415,8 @@ def check_expected(targets: list[Target], expected: tuple[str, ...] | list[str],
     if not expected:
         return
     for target in targets:
-        ok = False
-        for value in expected:
-            if value == target.fingerprint:
-                ok = True
-            elif value in cluster_labels and cluster_labels[value] == target.fingerprint:
-                ok = True
-        if not ok:
+        if not any(value == target.fingerprint or cluster_labels.get(value) == target.fingerprint
+                   for value in expected):
             found = f"fingerprint {target.fingerprint}"
             if target.label:
                 found += f", label {target.label}"
