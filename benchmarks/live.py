@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/live.py                       # 10,000 Services in 1,000 namespaces, 50 ms/request
     .venv/bin/python benchmarks/live.py --services 2000 --reps 1 --latency 0.02
-    .venv/bin/python benchmarks/live.py --audit-arg=--chunk-size=500 --audit-arg=--max-chunk-size=500  # kubectl's paging
+    .venv/bin/python benchmarks/live.py --audit-arg=--max-chunk-size=500   # kubectl's paging: 500 a page
 
 The cluster is `synth.py services --with-namespaces` (benchmarks/synth_cluster.py), served by
 tests/kubeapi with a latency fault on every request (discovery included). Each run is a fresh
@@ -34,8 +34,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -45,35 +45,20 @@ sys.path.insert(0, str(ROOT))
 from measure import run_once  # noqa: E402
 from synth_cluster import build_services  # noqa: E402
 
-from tests.kubeapi import Fault, KubeApiServer  # noqa: E402
+from tests.kubeapi import Fault, KubeApiServer, RequestRecord  # noqa: E402
 from tests.kubeapi.kubectl import find_kubectl  # noqa: E402
 
-LogEntry = tuple[float, str, int]
 
-
-def _timestamps(server: KubeApiServer) -> list[LogEntry]:
-    """(time answered, path, status) of every request: the request log has no times of its own."""
-    log: list[LogEntry] = []
-    original = server.log.record
-
-    def record(method: str, path: str, query: Any, status: int, *rest: Any) -> None:
-        log.append((time.monotonic(), path, status))
-        original(method, path, query, status, *rest)
-
-    server.log.record = record  # type: ignore[method-assign]
-    return log
-
-
-def _per_resource(log: list[LogEntry], started: float, latency: float) -> dict[str, float]:
+def _per_resource(log: list[RequestRecord], latency: float) -> dict[str, float]:
     """Listing time of each collection: from when its first page was asked (answer time minus the
     injected latency) to when its last page was answered."""
     first: dict[str, float] = {}
     last: dict[str, float] = defaultdict(float)
-    for when, path, _ in log:
-        if when < started or path.count("/") < 3 or path in ("/api/v1", "/apis"):
+    for record in log:
+        if record.path.count("/") < 3 or record.path in ("/api/v1", "/apis"):
             continue
-        first.setdefault(path, when - latency)
-        last[path] = when
+        first.setdefault(record.path, record.at - latency)
+        last[record.path] = record.at
     return {path: last[path] - first[path] for path in first}
 
 
@@ -89,7 +74,35 @@ def _kubectl_seconds(kubectl: Path, config: Path, home: str) -> float:
     return seconds
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass
+class Run:
+    wall: float
+    slowest: float
+    kubectl: float | None
+
+
+def _one_run(server: KubeApiServer, audit: list[str], latency: float, kubectl: Path | None, config: Path,
+             home: str, number: int) -> Run | None:
+    """One audit (and one kubectl listing after it), printed as a row."""
+    server.clear_requests()
+    sample, tail = run_once(audit, cwd=ROOT, timeout=600)
+    if sample.returncode not in (0, 1, 3) or "Traceback" in tail:
+        print(f"run failed (exit {sample.returncode}): {tail.strip()[-500:]}")
+        return None
+    made = server.requests
+    assert {r.method for r in made} == {"GET"}
+    per = _per_resource(made, latency)
+    slowest_path, slowest = max(per.items(), key=lambda kv: kv[1])
+    pages = sum(1 for r in made if r.path == slowest_path)
+    kubectl_s = _kubectl_seconds(kubectl, config, home) if kubectl else None
+    versus = f"{kubectl_s:>9.2f} {sample.wall_s / kubectl_s:>11.2f}x" if kubectl_s else ""
+    where = f"{slowest:.2f} s {slowest_path} ({pages} pages)"
+    print(f"{number:>4} {sample.returncode:>4} {sample.wall_s:>7.2f} {len(made):>8} {sample.rss_kib / 1024:>8.1f} "
+          f"{where:>36} {sample.wall_s / slowest:>11.2f}x {versus}")
+    return Run(sample.wall_s, slowest, kubectl_s)
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--services", type=int, default=10_000)
     parser.add_argument("--namespaces", type=int, default=1_000)
@@ -98,57 +111,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-arg", action="append", default=[], help="an extra `audit live` argument")
     parser.add_argument("--no-kubectl", action="store_true", help="skip the kubectl yardstick")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     items = build_services(args.services, args.namespaces, args.seed, with_namespaces=True)
     kinds: dict[str, int] = defaultdict(int)
     for item in items:
         kinds[item["kind"]] += 1
     kubectl = None if args.no_kubectl else (find_kubectl("1.32") or _on_path("kubectl"))
-    load = os.getloadavg()[0]
     print(f"cluster: {dict(kinds)}; latency {args.latency * 1000:.0f} ms per request; audit arguments: "
-          f"{' '.join(args.audit_arg) or '(defaults)'}; load average {load:.2f} on {os.cpu_count()} CPUs")
+          f"{' '.join(args.audit_arg) or '(defaults)'}; load average {os.getloadavg()[0]:.2f} on "
+          f"{os.cpu_count()} CPUs")
+    runs: list[Run] = []
     with KubeApiServer(items, faults=[Fault.slow(args.latency, times=None)]) as server, \
             tempfile.TemporaryDirectory(prefix="audit-live-bench-") as tmp:
         config = server.write_kubeconfig(Path(tmp) / "kubeconfig")
-        log = _timestamps(server)
         audit = [sys.executable, "-m", "auditor", "live", "--kubeconfig", str(config), "--format", "json",
                  *args.audit_arg]
-        walls: list[float] = []
-        ratios: list[float] = []
-        kubectl_ratios: list[float] = []
         print(f"{'run':>4} {'exit':>4} {'wall s':>7} {'requests':>8} {'peak MiB':>8} {'slowest list':>36} "
               f"{'wall/slowest':>12} {'kubectl s':>9} {'wall/kubectl':>12}")
         for rep in range(args.reps):
-            server.clear_requests()
-            started = time.monotonic()
-            sample, tail = run_once(audit, cwd=ROOT, timeout=600)
-            if sample.returncode not in (0, 1, 3) or "Traceback" in tail:
-                print(f"run failed (exit {sample.returncode}): {tail.strip()[-500:]}")
+            run = _one_run(server, audit, args.latency, kubectl, config, tmp, rep + 1)
+            if run is None:
                 return 1
-            made = server.requests
-            assert {r.method for r in made} == {"GET"}
-            per = _per_resource(log, started, args.latency)
-            slowest_path, slowest = max(per.items(), key=lambda kv: kv[1])
-            pages = sum(1 for r in made if r.path == slowest_path)
-            kubectl_s = _kubectl_seconds(kubectl, config, tmp) if kubectl else None
-            walls.append(sample.wall_s)
-            ratios.append(sample.wall_s / slowest)
-            kubectl_text, kubectl_ratio = "", ""
-            if kubectl_s is not None:
-                kubectl_ratios.append(sample.wall_s / kubectl_s)
-                kubectl_text, kubectl_ratio = f"{kubectl_s:.2f}", f"{sample.wall_s / kubectl_s:.2f}x"
-            where = f"{slowest:.2f} s {slowest_path} ({pages} pages)"
-            print(f"{rep + 1:>4} {sample.returncode:>4} {sample.wall_s:>7.2f} {len(made):>8} "
-                  f"{sample.rss_kib / 1024:>8.1f} {where:>36} {sample.wall_s / slowest:>11.2f}x "
-                  f"{kubectl_text:>9} {kubectl_ratio:>12}")
-        line = (f"median: wall {statistics.median(walls):.2f} s, wall/slowest list "
-                f"{statistics.median(ratios):.2f}x")
-        if kubectl_ratios:
-            line += f", wall/kubectl get services {statistics.median(kubectl_ratios):.2f}x"
-        print(line)
-        print(f"sum of every collection's listing time in the last run: {sum(per.values()):.2f} s "
-              f"(what a sequential reader would wait for)")
+            runs.append(run)
+    line = (f"median: wall {statistics.median(r.wall for r in runs):.2f} s, wall/slowest list "
+            f"{statistics.median(r.wall / r.slowest for r in runs):.2f}x")
+    if all(r.kubectl for r in runs):
+        line += f", wall/kubectl get services {statistics.median(r.wall / (r.kubectl or 1) for r in runs):.2f}x"
+    print(line)
     return 0
 
 

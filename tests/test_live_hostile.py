@@ -14,6 +14,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,7 @@ from auditor.snapshot import CoverageState
 from auditor.sources.live.client import MAX_DEPTH, RetryPolicy
 from tests.conftest import ROOT, CliResult
 from tests.kubeapi import Fault, KubeApiServer, KubeconfigContext, write_kubeconfig
-from tests.test_live_fixtures import (  # noqa: F401  (fixtures)
-    AS_OF, TOKEN, drifted, kubeconfig, live_json, run, serve, statuses,
-)
+from tests.test_live_fixtures import AS_OF, TOKEN, kubeconfig, live_json, run, serve, statuses
 from tests.test_live_reader import ALL_KINDS, read
 
 FAST = RetryPolicy(max_retries=1, backoff_base=0.01, backoff_cap=0.02, timeout=10)
@@ -40,11 +39,17 @@ def _services(server: KubeApiServer) -> list[Any]:
 
 
 def _reason(report: dict[str, Any], gk: str) -> str:
-    return {c["kind"]: c.get("reason", "") for c in report["coverage"]}[gk]
+    return str({c["kind"]: c.get("reason", "") for c in report["coverage"]}[gk])
 
 
 def _state(report: dict[str, Any], gk: str) -> str:
-    return {c["kind"]: c["state"] for c in report["coverage"]}[gk]
+    return str({c["kind"]: c["state"] for c in report["coverage"]}[gk])
+
+
+@pytest.fixture
+def drifted() -> Iterator[KubeApiServer]:
+    with serve("drifted") as server:
+        yield server
 
 
 def _no_control_characters(*texts: str) -> None:
@@ -101,7 +106,7 @@ STATUS_BODY = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "
     ({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": []},
      "no API versions listed"),
 ])
-def test_odd_200_from_api_fails_every_core_kind(drifted, tmp_path, body, what):
+def test_odd_200_from_api_fails_every_core_kind(drifted: KubeApiServer, tmp_path: Path, body: Any, what: str) -> None:
     drifted.faults.add(Fault.answer(body, path=r"^/api$"))
     code, report, _ = live_json(drifted, tmp_path)
     assert code == 3
@@ -113,7 +118,7 @@ def test_odd_200_from_api_fails_every_core_kind(drifted, tmp_path, body, what):
 
 
 @pytest.mark.parametrize("body", [{}, STATUS_BODY, {"kind": "APIGroupList", "groups": "none"}])
-def test_odd_200_from_apis_fails_every_group_kind(drifted, tmp_path, body):
+def test_odd_200_from_apis_fails_every_group_kind(drifted: KubeApiServer, tmp_path: Path, body: Any) -> None:
     drifted.faults.add(Fault.answer(body, path=r"^/apis$"))
     code, report, _ = live_json(drifted, tmp_path)
     assert code == 3
@@ -124,7 +129,7 @@ def test_odd_200_from_apis_fails_every_group_kind(drifted, tmp_path, body):
     assert "passed" not in {statuses(report)[rule] for rule in ("metallb-leftover", "lb-pool-conflict")}
 
 
-def test_odd_group_version_document_fails_its_group(tmp_path):
+def test_odd_group_version_document_fails_its_group(tmp_path: Path) -> None:
     with serve("drifted", aggregated_discovery=False) as server:
         server.faults.add(Fault.answer(STATUS_BODY, path=r"^/apis/cilium\.io/v2$", times=None))
         snap = read(server, tmp_path).snapshot
@@ -144,7 +149,8 @@ def test_odd_group_version_document_fails_its_group(tmp_path):
                                                                                   "not an object"),
     ({"kind": "ServiceList", "apiVersion": "v1", "metadata": {}, "items": [{"spec": {}}]}, "without metadata"),
 ])
-def test_a_list_answer_that_is_not_the_list_fails_the_kind(drifted, tmp_path, body, what):
+def test_a_list_answer_that_is_not_the_list_fails_the_kind(drifted: KubeApiServer, tmp_path: Path, body: Any,
+                                                           what: str) -> None:
     drifted.faults.add(Fault.answer(body, resource="services"))
     code, report, _ = live_json(drifted, tmp_path)
     assert code == 3
@@ -155,7 +161,7 @@ def test_a_list_answer_that_is_not_the_list_fails_the_kind(drifted, tmp_path, bo
     assert _state(report, kinds.NAMESPACE) == "listed"
 
 
-def test_a_crd_answer_that_is_not_the_crd_fails_crds(drifted, tmp_path):
+def test_a_crd_answer_that_is_not_the_crd_fails_crds(drifted: KubeApiServer, tmp_path: Path) -> None:
     drifted.faults.add(Fault.answer(STATUS_BODY, path=r"customresourcedefinitions/ciliumloadbalancerippools"))
     code, report, _ = live_json(drifted, tmp_path)
     assert code == 3 and _state(report, kinds.CRD) == "failed"
@@ -180,7 +186,8 @@ def _services_list_with(item_json: bytes) -> bytes:
     (b'{"metadata":{"name":"s\xed\xa0\x80","namespace":"x"}}', "lone UTF-16 surrogate (\\ud800)"),
     (b'{"metadata":{"name":"s\xff","namespace":"x"}}', "not UTF-8 text"),
 ])
-def test_an_answer_too_deep_or_not_text_fails_the_kind(drifted, tmp_path, item, what):
+def test_an_answer_too_deep_or_not_text_fails_the_kind(drifted: KubeApiServer, tmp_path: Path, item: bytes,
+                                                       what: str) -> None:
     drifted.faults.add(Fault.answer(_services_list_with(item), resource="services"))
     code, report, result = live_json(drifted, tmp_path)
     assert code == 3 and "internal error" not in result.stderr
@@ -191,7 +198,7 @@ def test_an_answer_too_deep_or_not_text_fails_the_kind(drifted, tmp_path, item, 
 # --- item 5: nothing is unbounded --------------------------------------------------------------------
 
 
-def test_a_continue_chain_that_never_ends_stops_at_max_pages(drifted, tmp_path):
+def test_a_continue_chain_that_never_ends_stops_at_max_pages(drifted: KubeApiServer, tmp_path: Path) -> None:
     endless = Fault.endless_continue(resource="services", times=500)
     drifted.faults.add(endless)
     snap = read(drifted, tmp_path, [kinds.SERVICE], chunk_size=4, max_pages=20, policy=FAST).snapshot
@@ -201,7 +208,7 @@ def test_a_continue_chain_that_never_ends_stops_at_max_pages(drifted, tmp_path):
     assert snap.of_kind(kinds.SERVICE) == []
 
 
-def test_max_pages_counts_relists_too(drifted, tmp_path):
+def test_max_pages_counts_relists_too(drifted: KubeApiServer, tmp_path: Path) -> None:
     drifted.faults.add(Fault.expired(resource="services", times=None))
     snap = read(drifted, tmp_path, [kinds.SERVICE], chunk_size=4, max_chunk_size=4, max_pages=3,
                 max_relists=5, policy=FAST).snapshot
@@ -209,7 +216,7 @@ def test_max_pages_counts_relists_too(drifted, tmp_path):
     assert len(_services(drifted)) == 3
 
 
-def test_a_repeated_continue_token_ends_the_list(drifted, tmp_path):
+def test_a_repeated_continue_token_ends_the_list(drifted: KubeApiServer, tmp_path: Path) -> None:
     drifted.faults.add(Fault.repeated_continue(resource="services", times=50))
     code, report, _ = live_json(drifted, tmp_path)
     assert code == 3
@@ -218,7 +225,7 @@ def test_a_repeated_continue_token_ends_the_list(drifted, tmp_path):
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-def test_an_answer_over_max_response_size_fails_the_kind(drifted, tmp_path, chunked):
+def test_an_answer_over_max_response_size_fails_the_kind(drifted: KubeApiServer, tmp_path: Path, chunked: bool) -> None:
     huge = Fault.huge(20 * MIB, chunked=chunked, resource="services")
     drifted.faults.add(huge)
     code, report, _ = live_json(drifted, tmp_path, "--max-response-size", "1MiB")
@@ -228,7 +235,7 @@ def test_an_answer_over_max_response_size_fails_the_kind(drifted, tmp_path, chun
     assert ("the rest was not read" in reason) is chunked  # with a Content-Length: refused before reading
 
 
-def test_a_100_mb_answer_is_cut_off_within_a_memory_budget(drifted, tmp_path):
+def test_a_100_mb_answer_is_cut_off_within_a_memory_budget(drifted: KubeApiServer, tmp_path: Path) -> None:
     """Issue 10.5: a 100 MB body peaked at 2.4 GB; now reading stops at the 64 MiB default."""
     drifted.faults.add(Fault.huge(100 * MIB, chunked=True, resource="services"))
     result, peak_mib = run_measured("live", "--kubeconfig", kubeconfig(drifted, tmp_path), "--format", "json",
@@ -240,7 +247,7 @@ def test_a_100_mb_answer_is_cut_off_within_a_memory_budget(drifted, tmp_path):
 
 
 @pytest.mark.parametrize("headers", [False, True])
-def test_a_trickling_answer_ends_at_request_timeout(drifted, tmp_path, headers):
+def test_a_trickling_answer_ends_at_request_timeout(drifted: KubeApiServer, tmp_path: Path, headers: bool) -> None:
     """--request-timeout bounds all of an attempt: one byte every 50 ms keeps every socket read
     short, which per-read timeouts never catch (the fault would go on for 30 s)."""
     trickle = Fault.trickle(every=0.05, nbytes=1, for_at_most=30, headers=headers, resource="services", times=None)
@@ -287,7 +294,7 @@ GOOD_PLUGIN = f"""
 """
 
 
-def test_an_exec_plugin_gives_the_credential(drifted, tmp_path):
+def test_an_exec_plugin_gives_the_credential(drifted: KubeApiServer, tmp_path: Path) -> None:
     config = _exec_kubeconfig(drifted, tmp_path, GOOD_PLUGIN)
     result = run("live", "--kubeconfig", config, "--format", "json", *AS_OF)
     assert result.code == 1, result.stderr
@@ -295,7 +302,7 @@ def test_an_exec_plugin_gives_the_credential(drifted, tmp_path):
     assert {r.user for r in drifted.requests} == {"system:serviceaccount:audit:auditor"}
 
 
-def test_an_exec_plugin_that_hangs_is_stopped_at_exec_timeout(drifted, tmp_path):
+def test_an_exec_plugin_that_hangs_is_stopped_at_exec_timeout(drifted: KubeApiServer, tmp_path: Path) -> None:
     marker = tmp_path / "still-running"
     config = _exec_kubeconfig(drifted, tmp_path, f"""
         import pathlib, time
@@ -310,7 +317,8 @@ def test_an_exec_plugin_that_hangs_is_stopped_at_exec_timeout(drifted, tmp_path)
     assert drifted.requests == []
 
 
-def test_a_failing_exec_plugin_stops_the_run_with_its_output_summarised_and_escaped(drifted, tmp_path):
+def test_a_failing_exec_plugin_stops_the_run_with_its_output_summarised_and_escaped(drifted: KubeApiServer,
+                                                                                    tmp_path: Path) -> None:
     """Issue 10.9: its stderr was printed word for word (escapes too), then the run carried on
     without credentials and reported "HTTP 401"."""
     config = _exec_kubeconfig(drifted, tmp_path, f"""
@@ -336,19 +344,20 @@ def test_a_failing_exec_plugin_stops_the_run_with_its_output_summarised_and_esca
     ("import json; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1', "
      "'kind': 'ExecCredential', 'status': {'token': 't'}}))", "answered apiVersion"),
 ])
-def test_an_exec_plugin_without_a_usable_credential_stops_the_run(drifted, tmp_path, script, what):
+def test_an_exec_plugin_without_a_usable_credential_stops_the_run(drifted: KubeApiServer, tmp_path: Path, script: str,
+                                                                  what: str) -> None:
     result = run("live", "--kubeconfig", _exec_kubeconfig(drifted, tmp_path, script))
     assert result.code == 3 and what in result.stderr
     assert drifted.requests == []
 
 
-def test_an_interactive_only_exec_plugin_is_refused(drifted, tmp_path):
+def test_an_interactive_only_exec_plugin_is_refused(drifted: KubeApiServer, tmp_path: Path) -> None:
     config = _exec_kubeconfig(drifted, tmp_path, GOOD_PLUGIN, interactiveMode="Always")
     result = run("live", "--kubeconfig", config)
     assert result.code == 3 and "needs a terminal (interactiveMode: Always)" in result.stderr
 
 
-def test_a_missing_exec_plugin_names_its_install_hint(drifted, tmp_path):
+def test_a_missing_exec_plugin_names_its_install_hint(drifted: KubeApiServer, tmp_path: Path) -> None:
     config = json.loads(Path(_exec_kubeconfig(drifted, tmp_path, GOOD_PLUGIN)).read_text())
     config["users"][0]["user"]["exec"].update(command="no-such-auth-plugin", args=[],
                                               installHint=f"install it {TITLE}from the vendor")
@@ -371,7 +380,7 @@ ALIAS_BOMB = "a: &a [" + ",".join(["x"] * 10) + "]\n" + "".join(
     "current-context: c\n"
 
 
-def test_a_kubeconfig_alias_bomb_is_refused_within_a_memory_budget(tmp_path):
+def test_a_kubeconfig_alias_bomb_is_refused_within_a_memory_budget(tmp_path: Path) -> None:
     """Issue 10.6: the kubeconfig was parsed with no YAML limits; an alias bomb reached 4 GB."""
     path = tmp_path / "bomb"
     path.write_text(ALIAS_BOMB)
@@ -387,21 +396,22 @@ def test_a_kubeconfig_alias_bomb_is_refused_within_a_memory_budget(tmp_path):
     ("a: 1\n---\nb: 2\n", "several YAML documents"),
     ("clusters: [" + "[" * 2000 + "]" * 2000 + "]\n", "not valid YAML"),
 ])
-def test_hostile_kubeconfig_yaml_is_one_line(tmp_path, text, what):
+def test_hostile_kubeconfig_yaml_is_one_line(tmp_path: Path, text: str, what: str) -> None:
     path = tmp_path / "config"
     path.write_text(text)
     result = run("live", "--kubeconfig", str(path))
     assert result.code == 3 and what in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_an_oversized_kubeconfig_is_refused_unread(tmp_path):
+def test_an_oversized_kubeconfig_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "big"
     path.write_text("# padding\n" * (500 * 1024))  # 5 MiB of comments
     result = run("live", "--kubeconfig", str(path))
     assert result.code == 3 and "larger than 4 MiB" in result.stderr
 
 
-def test_the_client_never_parses_a_kubeconfig_itself(drifted, tmp_path, monkeypatch):
+def test_the_client_never_parses_a_kubeconfig_itself(drifted: KubeApiServer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
     from auditor.sources.live import target as target_module
@@ -421,7 +431,7 @@ def test_the_client_never_parses_a_kubeconfig_itself(drifted, tmp_path, monkeypa
 PASSWORD = "pw-Hunter2-in-url"
 
 
-def test_a_password_in_the_server_url_appears_in_no_output(drifted, tmp_path):
+def test_a_password_in_the_server_url_appears_in_no_output(drifted: KubeApiServer, tmp_path: Path) -> None:
     host = drifted.url.removeprefix("https://")
     config = write_kubeconfig(tmp_path / "config", [
         KubeconfigContext("withpw", f"https://admin:{PASSWORD}@{host}", drifted.ca_pem, TOKEN)])
@@ -451,7 +461,7 @@ def test_a_password_in_the_server_url_appears_in_no_output(drifted, tmp_path):
 # --- item 9: escape sequences from a kubeconfig or a server never reach a terminal raw ---------------------
 
 
-def test_escape_sequences_in_context_names_are_spelled_out(drifted, tmp_path):
+def test_escape_sequences_in_context_names_are_spelled_out(drifted: KubeApiServer, tmp_path: Path) -> None:
     evil = f"lab{TITLE}"
     config = write_kubeconfig(tmp_path / "config", [drifted.context(evil)], current_context=evil)
     results = [
@@ -467,7 +477,7 @@ def test_escape_sequences_in_context_names_are_spelled_out(drifted, tmp_path):
         _no_control_characters(result.stdout, result.stderr)
 
 
-def test_escape_sequences_in_api_error_messages_are_spelled_out(drifted, tmp_path):
+def test_escape_sequences_in_api_error_messages_are_spelled_out(drifted: KubeApiServer, tmp_path: Path) -> None:
     drifted.faults.add(Fault.error(f"etcd {TITLE}leader lost\nsecond line", resource="secrets", times=None))
     config = kubeconfig(drifted, tmp_path)
     snapshot = run("snapshot", "-o", str(tmp_path / "s.json"), "--kubeconfig", config, "--max-retries", "0")
@@ -489,7 +499,8 @@ def test_escape_sequences_in_api_error_messages_are_spelled_out(drifted, tmp_pat
     (("--expect-cluster", " , "), None),
     ((), {"EXPECT_CLUSTER": ", ,"}),
 ])
-def test_an_empty_expect_cluster_is_a_usage_error(drifted, tmp_path, args, env):
+def test_an_empty_expect_cluster_is_a_usage_error(drifted: KubeApiServer, tmp_path: Path, args: tuple[str, ...],
+                                                  env: dict[str, str] | None) -> None:
     config = kubeconfig(drifted, tmp_path)
     for command in (["live"], ["snapshot", "-o", str(tmp_path / "s.json")]):
         result = run(*command, "--kubeconfig", config, *args, env=env)
@@ -498,7 +509,7 @@ def test_an_empty_expect_cluster_is_a_usage_error(drifted, tmp_path, args, env):
     assert drifted.requests == [] and not (tmp_path / "s.json").exists()
 
 
-def test_an_unset_expect_cluster_variable_is_no_guard(drifted, tmp_path):
+def test_an_unset_expect_cluster_variable_is_no_guard(drifted: KubeApiServer, tmp_path: Path) -> None:
     result = run("live", "--kubeconfig", kubeconfig(drifted, tmp_path), *AS_OF, env={"EXPECT_CLUSTER": ""})
     assert result.code == 1
 
@@ -506,7 +517,7 @@ def test_an_unset_expect_cluster_variable_is_no_guard(drifted, tmp_path):
 # --- every limit is an option, and every kind still reads under the defaults ----------------------------------
 
 
-def test_every_kind_reads_under_the_default_limits(drifted, tmp_path):
+def test_every_kind_reads_under_the_default_limits(drifted: KubeApiServer, tmp_path: Path) -> None:
     snap = read(drifted, tmp_path, ALL_KINDS).snapshot
     assert {c.state for c in snap.listed.values()} <= {CoverageState.LISTED, CoverageState.NOT_SERVED}
 
@@ -518,6 +529,6 @@ def test_every_kind_reads_under_the_default_limits(drifted, tmp_path):
     ("--max-chunk-size", "0", "0 is not in the range"),
     ("--exec-timeout", "soon", "is not a duration"),
 ])
-def test_bad_limits_are_usage_errors(option, value, message):
+def test_bad_limits_are_usage_errors(option: str, value: str, message: str) -> None:
     result = run("live", option, value)
     assert result.code == 2 and message in result.stderr

@@ -2,8 +2,9 @@
 
 A `Fault` selects requests by resource (`"services"`,
 `"ciliumloadbalancerippools.cilium.io"`), by a regular expression searched in
-the URL path, by verb (`"list"`/`"get"`), or any combination; with no
-selector it matches every request.  `times` is how many matching requests it
+the URL path, by verb (`"list"`/`"get"`), by whether the request presents a
+continue token (`continued`), or any combination; with no selector it
+matches every request.  `times` is how many matching requests it
 fires on (None = unlimited).  Kinds:
 
 * `latency`   - sleep `latency` seconds, then answer normally (stacks with others);
@@ -58,6 +59,7 @@ class Fault:
     resource: str | None = None
     path: str | None = None
     verb: str | None = None
+    continued: bool | None = None  # only requests with (True) or without (False) a continue token
     times: int | None = 1
     latency: float = 0.05
     retry_after: int = 1
@@ -151,6 +153,8 @@ class Fault:
         if self._path_re is not None and not self._path_re.search(path):
             return False
         if self.verb is not None and self.verb != verb:
+            return False
+        if self.continued is not None and self.continued != has_continue:
             return False
         return not (self.kind == "expired" and not has_continue)
 

@@ -17,6 +17,7 @@ import socketserver
 import ssl
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class RequestRecord:
     accept: str
     user: str | None  # None when authentication failed
     faults: tuple[str, ...] = ()  # kinds of the faults that fired on it
+    at: float = 0.0  # time.monotonic() when it was answered (recorded just before the answer is sent)
 
     def param(self, name: str) -> str | None:
         vals = self.query.get(name)
@@ -75,7 +77,7 @@ class RequestLog:
     def record(self, method: str, path: str, query: Mapping[str, list[str]], status: int,
                user_agent: str, accept: str, user: str | None, faults: tuple[str, ...]) -> None:
         rec = RequestRecord(method, path, MappingProxyType({k: tuple(v) for k, v in query.items()}),
-                            status, user_agent, accept, user, faults)
+                            status, user_agent, accept, user, faults, time.monotonic())
         with self._lock:
             self._records.append(rec)
 
