@@ -532,3 +532,25 @@ def test_every_kind_reads_under_the_default_limits(drifted: KubeApiServer, tmp_p
 def test_bad_limits_are_usage_errors(option: str, value: str, message: str) -> None:
     result = run("live", option, value)
     assert result.code == 2 and message in result.stderr
+
+
+def test_an_exec_plugin_that_fails_when_the_credential_is_refreshed_stops_the_run(drifted: KubeApiServer,
+                                                                                 tmp_path: Path) -> None:
+    """The credential expires at once, so the client runs the plugin again before the first request:
+    that run fails, and the run stops with its message (exit 3), not with a 401 or a traceback."""
+    marker = tmp_path / "ran-once"
+    config = _exec_kubeconfig(drifted, tmp_path, f"""
+        import json, pathlib, sys
+        marker = pathlib.Path({str(marker)!r})
+        if marker.exists():
+            sys.stderr.write("refresh token revoked\\n")
+            sys.exit(1)
+        marker.write_text("1")
+        print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                          "status": {{"token": "{TOKEN}", "expirationTimestamp": "2020-01-01T00:00:00Z"}}}}))
+    """)
+    result = run("live", "--kubeconfig", config)
+    assert result.code == 3 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "failed (exit status 1): refresh token revoked" in lines[0], result.stderr
+    assert "internal error" not in result.stderr

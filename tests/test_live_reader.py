@@ -431,3 +431,31 @@ def test_bad_request_timeout_is_a_usage_error() -> None:
 
     result = run("live", "--request-timeout", "soon")
     assert result.code == 2 and "is not a duration" in result.stderr
+
+
+# --- issue 15: what starts when ------------------------------------------------------------
+
+
+def test_the_usually_biggest_kinds_are_listed_first(drifted: KubeApiServer, tmp_path: Path) -> None:
+    read(drifted, tmp_path, concurrency=1)
+    listed = [r.path.rsplit("/", 1)[1] for r in drifted.requests if r.param("limit")]
+    assert listed[:5] == ["pods", "replicasets", "secrets", "configmaps", "services"]
+
+
+def test_discovery_roots_are_asked_while_version_is_answered(drifted: KubeApiServer, tmp_path: Path) -> None:
+    """/api and /apis need nothing /version says: they are answered while /version is held."""
+    gate = threading.Event()
+    drifted.faults.add(Fault.hold(gate, timeout=20, path=r"^/version$"))
+    box: dict[str, ReadResult] = {}
+    worker = threading.Thread(target=lambda: box.update(result=read(drifted, tmp_path, [kinds.SERVICE])))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 15
+        while {"/api", "/apis"} - {r.path for r in drifted.requests} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        answered_first = {r.path for r in drifted.requests}
+    finally:
+        gate.set()
+        worker.join(30)
+    assert answered_first == {"/api", "/apis"}
+    assert box["result"].snapshot.coverage(kinds.SERVICE).state is CoverageState.LISTED
