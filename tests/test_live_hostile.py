@@ -25,7 +25,7 @@ from auditor.snapshot import CoverageState
 from auditor.sources.live.client import MAX_DEPTH, RetryPolicy
 from tests.conftest import ROOT, CliResult
 from tests.kubeapi import Fault, KubeApiServer, KubeconfigContext, write_kubeconfig
-from tests.test_live_fixtures import AS_OF, TOKEN, kubeconfig, live_json, run, serve, statuses
+from tests.test_live_fixtures import AS_OF, TOKEN, kubeconfig, live_json, run, run_subprocess, serve, statuses
 from tests.test_live_reader import ALL_KINDS, read
 
 FAST = RetryPolicy(max_retries=1, backoff_base=0.01, backoff_cap=0.02, timeout=10)
@@ -79,12 +79,18 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
+# Linux carries a process's peak RSS across fork and exec: a child of this (large) pytest
+# process would report at least this process's size. A small launcher in between gives the
+# measured process a small parent, so its getrusage is its own.
+LAUNCHER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
+
+
 def run_measured(*args: str) -> tuple[CliResult, int]:
     """The CLI in a fresh process; its result and its own peak RSS in MiB."""
     env = {**os.environ, "NO_COLOR": "1", "KUBECONFIG": "", "EXPECT_CLUSTER": ""}
     env.pop("AUDIT_DEBUG", None)
-    done = subprocess.run([sys.executable, "-c", RSS_PROBE, *args], capture_output=True, cwd=ROOT, env=env,
-                          timeout=300, preexec_fn=_limit_memory)
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, sys.executable, "-c", RSS_PROBE, *args],
+                          capture_output=True, cwd=ROOT, env=env, timeout=300, preexec_fn=_limit_memory)
     stderr = done.stderr.decode()
     peak = [line for line in stderr.splitlines() if line.startswith("PEAK_RSS_KIB")]
     assert peak, stderr
@@ -228,9 +234,10 @@ def test_a_repeated_continue_token_ends_the_list(drifted: KubeApiServer, tmp_pat
 def test_an_answer_over_max_response_size_fails_the_kind(drifted: KubeApiServer, tmp_path: Path, chunked: bool) -> None:
     huge = Fault.huge(20 * MIB, chunked=chunked, resource="services")
     drifted.faults.add(huge)
-    code, report, _ = live_json(drifted, tmp_path, "--max-response-size", "1MiB")
-    assert code == 3 and huge.fired == 1
-    reason = _reason(report, kinds.SERVICE)
+    result = run_subprocess("live", "--kubeconfig", kubeconfig(drifted, tmp_path), "--format", "json", *AS_OF,
+                            "--max-response-size", "1MiB")  # in a process of its own: it reads megabytes
+    assert result.code == 3 and huge.fired == 1, result.stderr
+    reason = _reason(json.loads(result.stdout), kinds.SERVICE)
     assert "unusable answer" in reason and "1 MiB limit (--max-response-size)" in reason
     assert ("the rest was not read" in reason) is chunked  # with a Content-Length: refused before reading
 
@@ -406,7 +413,7 @@ def test_hostile_kubeconfig_yaml_is_one_line(tmp_path: Path, text: str, what: st
 def test_an_oversized_kubeconfig_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "big"
     path.write_text("# padding\n" * (500 * 1024))  # 5 MiB of comments
-    result = run("live", "--kubeconfig", str(path))
+    result = run_subprocess("live", "--kubeconfig", str(path))
     assert result.code == 3 and "larger than 4 MiB" in result.stderr
 
 
