@@ -561,3 +561,16 @@ def test_an_exec_plugin_that_fails_when_the_credential_is_refreshed_stops_the_ru
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "failed (exit status 1): refresh token revoked" in lines[0], result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("https://admin:s3cret@10.0.0.1:6443", "https://10.0.0.1:6443"),
+    ("https://admin:p@ss@10.0.0.1:6443/api", "https://10.0.0.1:6443/api"),
+    ("cannot reach https://u@h/x?next=a@b", "cannot reach https://h/x?next=a@b"),
+    ("lab\x1b]0;t\x07\x9b\u202egpj.exe", "lab\\x1b]0;t\\x07\\x9b\\u202egpj.exe"),
+    ("plain text, 100% fine: ünïcode", "plain text, 100% fine: ünïcode"),
+])
+def test_what_a_kubeconfig_or_server_wrote_is_cleaned(text: str, shown: str) -> None:
+    from auditor.sources.live.safe_text import clean
+
+    assert clean(text) == shown

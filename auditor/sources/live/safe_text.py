@@ -22,8 +22,9 @@ import re
 # C0 controls, DEL, C1 controls, and the bidi embeddings/overrides/isolates
 # (U+202A-U+202E, U+2066-U+2069) plus the implicit marks that can reorder text.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-# scheme://userinfo@ anywhere in a text (a message quoting a URL).
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#@\s]*)@")
+# scheme://userinfo@ anywhere in a text (a message quoting a URL). Greedy up to the last `@`
+# before the path: a sloppy password may hold a raw `@` (`https://u:p@ss@host`).
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#\s]*)@")
 
 
 def _escape(match: re.Match[str]) -> str:
