@@ -85,65 +85,75 @@ class ClusterOptions:
     max_retries: int
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _cluster_option_decorators(fleet: bool) -> list[Decorator]:
+    context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
+                    if fleet else "Kubeconfig context to read (default: the current one).")
+    decorators: list[Decorator] = [
+        click.option("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without "
+                          "either, the pod's service account)."),
+        click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
+        click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
+                     metavar="DURATION", help="The most one request may take, connecting and reading the "
+                                              "whole answer included (0: no limit)."),
+        click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
+                     metavar="DURATION", help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
+        click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
+                     metavar="SIZE", help="The largest answer read; a larger one fails what it was for."),
+        click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True,
+                     help="The most pages one list may take (re-lists included)."),
+        click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
+                     help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
+                          "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
+        click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
+                     help="Kinds listed at once (per cluster)."),
+        click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
+                     help="Objects in a list's first page (limit/continue; 0: unpaginated)."),
+        click.option("--max-chunk-size", type=click.IntRange(1), default=5000, show_default=True,
+                     help="Objects in a later page, which is sized to what the server says is left."),
+        click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+                     help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
+    ]
+    if fleet:
+        decorators.append(click.option("--all-contexts", is_flag=True,
+                                       help="Audit every context of the kubeconfig (a fleet)."))
+    return decorators
+
+
+def _cluster_options_from(kwargs: dict[str, Any]) -> ClusterOptions:
+    """Pop the cluster options out of a command's keyword arguments."""
+    contexts = kwargs.pop("contexts")
+    if isinstance(contexts, str):
+        contexts = (contexts,)
+    return ClusterOptions(
+        kubeconfig=kwargs.pop("kubeconfig"),
+        contexts=tuple(contexts or ()),
+        all_contexts=kwargs.pop("all_contexts", False),
+        timeout=kwargs.pop("request_timeout"),
+        exec_timeout=kwargs.pop("exec_timeout"),
+        max_response_size=kwargs.pop("max_response_size"),
+        max_pages=kwargs.pop("max_pages"),
+        expect=expected_clusters(kwargs.pop("expect_cluster")),
+        concurrency=kwargs.pop("concurrency"),
+        chunk_size=kwargs.pop("chunk_size"),
+        max_chunk_size=kwargs.pop("max_chunk_size"),
+        max_retries=kwargs.pop("max_retries"),
+    )
+
+
 def cluster_options(fleet: bool) -> Callable[[Command], Command]:
     """Options naming the cluster(s) and bounding how they are read, collected into `cluster: ClusterOptions`."""
     def decorate(command: Command) -> Command:
-        context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
-                        if fleet else "Kubeconfig context to read (default: the current one).")
-        decorators = [
-            click.option("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False),
-                         help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without "
-                              "either, the pod's service account)."),
-            click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
-            click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
-                         metavar="DURATION", help="The most one request may take, connecting and reading the "
-                                                  "whole answer included (0: no limit)."),
-            click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
-                         metavar="DURATION",
-                         help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
-            click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
-                         metavar="SIZE", help="The largest answer read; a larger one fails what it was for."),
-            click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True,
-                         help="The most pages one list may take (re-lists included)."),
-            click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
-                         help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
-                              "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
-            click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
-                         help="Kinds listed at once (per cluster)."),
-            click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
-                         help="Objects in a list's first page (limit/continue; 0: unpaginated)."),
-            click.option("--max-chunk-size", type=click.IntRange(1), default=5000, show_default=True,
-                         help="Objects in a later page, which is sized to what the server says is left."),
-            click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
-                         help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
-        ]
-        if fleet:
-            decorators.append(click.option("--all-contexts", is_flag=True,
-                                           help="Audit every context of the kubeconfig (a fleet)."))
-
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
-            contexts = kwargs.pop("contexts")
-            if isinstance(contexts, str):
-                contexts = (contexts,)
-            kwargs["cluster"] = ClusterOptions(
-                kubeconfig=kwargs.pop("kubeconfig"),
-                contexts=tuple(contexts or ()),
-                all_contexts=kwargs.pop("all_contexts", False),
-                timeout=kwargs.pop("request_timeout"),
-                exec_timeout=kwargs.pop("exec_timeout"),
-                max_response_size=kwargs.pop("max_response_size"),
-                max_pages=kwargs.pop("max_pages"),
-                expect=expected_clusters(kwargs.pop("expect_cluster")),
-                concurrency=kwargs.pop("concurrency"),
-                chunk_size=kwargs.pop("chunk_size"),
-                max_chunk_size=kwargs.pop("max_chunk_size"),
-                max_retries=kwargs.pop("max_retries"),
-            )
+            kwargs["cluster"] = _cluster_options_from(kwargs)
             return command(**kwargs)
 
         decorated: Callable[..., Any] = wrapper
-        for decorator in reversed(decorators):
+        for decorator in reversed(_cluster_option_decorators(fleet)):
             decorated = decorator(decorated)
         return decorated  # type: ignore[return-value]  # the same command, with options
     return decorate
