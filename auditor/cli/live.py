@@ -97,8 +97,8 @@ def _cluster_option_decorators(fleet: bool) -> list[Decorator]:
                           "either, the pod's service account)."),
         click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
         click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
-                     metavar="DURATION", help="The most one request may take, connecting and reading the "
-                                              "whole answer included (0: no limit)."),
+                     metavar="DURATION", help="The most one request (each retry alike) may take, connecting "
+                                              "and reading the whole answer included (0: no limit)."),
         click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
                      metavar="DURATION", help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
         click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
