@@ -10,32 +10,49 @@ from __future__ import annotations
 
 import base64
 import http.client
+import importlib
 import json
 import os
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import urllib3
-from kubernetes import client, config
-from kubernetes.dynamic import DynamicClient
 
 from tests.kubeapi import (
-    DEFAULT_TOKEN, DEFAULT_USER, Fault, KubeApiServer, KubeconfigContext, ResourceType, User,
-    make_crd, write_kubeconfig,
+    DEFAULT_TOKEN,
+    DEFAULT_USER,
+    Fault,
+    KubeApiServer,
+    KubeconfigContext,
+    ResourceType,
+    User,
+    make_crd,
+    write_kubeconfig,
 )
 from tests.kubeapi.kubectl import SDK_BIN, Kubectl, find_kubectl
 from tests.kubeapi.rbac import PolicyRule, RbacPolicy
 from tests.kubeapi.sample_cluster import (
-    SECRET_PASSWORD, SECRET_USERNAME, auditor_cluster_role, sample_snapshot,
+    SECRET_PASSWORD,
+    SECRET_USERNAME,
+    auditor_cluster_role,
+    sample_snapshot,
 )
 from tests.kubeapi.selectors import SelectorError, parse_label_selector
 from tests.kubeapi.status import INCONSISTENT_CONTINUE
 from tests.kubeapi.tables import human_duration
+
+# The official client's models make every field Optional; these fidelity tests read
+# them as a client's user does, so the client is used untyped (Any).
+client: Any = importlib.import_module("kubernetes.client")
+config: Any = importlib.import_module("kubernetes.config")
+DynamicClient: Any = importlib.import_module("kubernetes.dynamic").DynamicClient
 
 # Seven days after the sample objects' creationTimestamp: Table ages are "7d".
 FIXED_NOW = datetime(2024, 5, 9, 9, 14, 27, tzinfo=timezone.utc)
@@ -44,30 +61,34 @@ OLD_KUBECTL, NEW_KUBECTL = "1.27", "1.33"
 PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 AUDITOR = DEFAULT_USER
+Json = dict[str, Any]
+Serve = Callable[..., KubeApiServer]  # serve(**KubeApiServer options) -> a started server
+KubectlFor = Callable[..., Kubectl]  # kubectl_for(server, version=..., **kubeconfig options)
+Connect = Callable[..., Any]  # connect(server or kubeconfig, context=None, retries=None) -> ApiClient
 
 
-def _key(obj: dict) -> tuple[str, str]:
+def _key(obj: Json) -> tuple[str, str]:
     return obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
 
 
-def _of_kind(snapshot: list[dict], kind: str) -> list[dict]:
+def _of_kind(snapshot: list[Json], kind: str) -> list[Json]:
     return sorted((o for o in snapshot if o["kind"] == kind), key=_key)
 
 
 # ---------------------------------------------------------------- fixtures --
 
 @pytest.fixture
-def snapshot() -> list[dict]:
+def snapshot() -> list[Json]:
     return sample_snapshot()
 
 
 @pytest.fixture
-def serve(snapshot):
+def serve(snapshot: list[Json]) -> Iterator[Serve]:
     """Factory for started servers; all are closed (and must have logged no
     internal errors) at teardown."""
     servers: list[KubeApiServer] = []
 
-    def _serve(**kwargs) -> KubeApiServer:
+    def _serve(**kwargs: Any) -> KubeApiServer:
         kwargs.setdefault("clock", lambda: FIXED_NOW)
         srv = KubeApiServer(kwargs.pop("snapshot", snapshot), **kwargs).start()
         servers.append(srv)
@@ -81,12 +102,12 @@ def serve(snapshot):
 
 
 @pytest.fixture
-def server(serve) -> KubeApiServer:
+def server(serve: Serve) -> KubeApiServer:
     return serve()
 
 
 @pytest.fixture
-def restricted(serve) -> KubeApiServer:
+def restricted(serve: Serve) -> KubeApiServer:
     return serve(cluster_role=auditor_cluster_role())
 
 
@@ -100,12 +121,12 @@ def _kubectl(version: str, kubeconfig: Path, home: Path) -> Kubectl:
 
 
 @pytest.fixture
-def kubectl_for(tmp_path):
+def kubectl_for(tmp_path: Path) -> KubectlFor:
     """kubectl_for(server, version=..., **kubeconfig kwargs) -> Kubectl with a
     private HOME/KUBECACHEDIR per call."""
     counter = iter(range(1000))
 
-    def _make(srv: KubeApiServer, version: str = PREFERRED_KUBECTL, **kc) -> Kubectl:
+    def _make(srv: KubeApiServer, version: str = PREFERRED_KUBECTL, **kc: Any) -> Kubectl:
         n = next(counter)
         kubeconfig = srv.write_kubeconfig(tmp_path / f"kubeconfig-{n}", **kc)
         return _kubectl(version, kubeconfig, tmp_path / f"home-{n}")
@@ -114,13 +135,13 @@ def kubectl_for(tmp_path):
 
 
 @pytest.fixture
-def connect(tmp_path):
+def connect(tmp_path: Path) -> Iterator[Connect]:
     """connect(server_or_kubeconfig, context=None, retries=None) -> ApiClient
     built by kubernetes.config.load_kube_config from a written kubeconfig."""
-    made: list[client.ApiClient] = []
+    made: list[Any] = []
 
     def _connect(target: KubeApiServer | Path, context: str | None = None,
-                 retries: object = None, pool: int | None = None) -> client.ApiClient:
+                 retries: object = None, pool: int | None = None) -> Any:
         path = target if isinstance(target, Path) else \
             target.write_kubeconfig(tmp_path / f"py-kubeconfig-{len(made)}")
         cfg = client.Configuration()
@@ -157,19 +178,22 @@ def raw(srv: KubeApiServer, path: str, accept: str | None = None, method: str = 
         conn.close()
 
 
-def raw_json(srv: KubeApiServer, path: str, accept: str | None = None) -> dict:
+def raw_json(srv: KubeApiServer, path: str, accept: str | None = None) -> Json:
     status, _, body = raw(srv, path, accept)
     assert status == 200, body
-    return json.loads(body)
+    document: Json = json.loads(body)
+    return document
 
 
-def api_error(exc_info) -> dict:
-    return json.loads(exc_info.value.body)
+def api_error(exc_info: pytest.ExceptionInfo[Any]) -> Json:
+    document: Json = json.loads(exc_info.value.body)
+    return document
 
 
 # ------------------------------------------------------ kubectl: fidelity --
 
-def test_kubectl_get_services_json_equals_snapshot(server, kubectl_for, snapshot):
+def test_kubectl_get_services_json_equals_snapshot(server: KubeApiServer, kubectl_for: KubectlFor,
+                                                   snapshot: list[dict[str, Any]]) -> None:
     kubectl = kubectl_for(server)
     # kubectl hides metadata.managedFields in -o json/yaml unless asked.
     out = json.loads(kubectl.ok("get", "services", "-A", "-o", "json", "--show-managed-fields"))
@@ -182,7 +206,7 @@ def test_kubectl_get_services_json_equals_snapshot(server, kubectl_for, snapshot
     assert "as=Table" not in lists[0].accept
 
 
-def test_kubectl_legacy_discovery_fallback(serve, kubectl_for):
+def test_kubectl_legacy_discovery_fallback(serve: Serve, kubectl_for: KubectlFor) -> None:
     srv = serve(aggregated_discovery=False)
     kubectl = kubectl_for(srv)
     assert kubectl.ok("get", "ippools", "-o", "name").split() == [
@@ -192,7 +216,7 @@ def test_kubectl_legacy_discovery_fallback(serve, kubectl_for):
     assert {"/api", "/apis", "/api/v1", "/apis/cilium.io/v2", "/apis/cilium.io/v2alpha1"} <= walked
 
 
-def test_kubectl_short_name_human_output(server, kubectl_for):
+def test_kubectl_short_name_human_output(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     kubectl = kubectl_for(server)
     lines = kubectl.ok("get", "svc", "-n", "shop").splitlines()
     assert lines[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
@@ -207,8 +231,7 @@ def test_kubectl_short_name_human_output(server, kubectl_for):
     assert req.accept.startswith(TABLE)  # server-side printing, as on a real cluster
 
 
-def test_kubectl_all_namespaces_table_uses_row_objects(server, kubectl_for):
-    # The NAMESPACE column comes from each row's PartialObjectMetadata.
+def test_kubectl_all_namespaces_table_uses_row_objects(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     out = kubectl_for(server).ok("get", "svc", "-A", "-l", "tier=web")
     assert [line.split()[:2] for line in out.splitlines()] == [
         ["NAMESPACE", "NAME"], ["shop", "checkout"], ["shop", "frontend"], ["staging", "frontend"]]
@@ -218,14 +241,16 @@ def test_kubectl_all_namespaces_table_uses_row_objects(server, kubectl_for):
     ("app=frontend", ["service/frontend", "service/frontend"]),
     ("tier in (web,data),app!=frontend,!k8s-app", ["service/checkout", "service/payments-db"]),
 ])
-def test_kubectl_label_selector(server, kubectl_for, selector, expected):
+def test_kubectl_label_selector(server: KubeApiServer, kubectl_for: KubectlFor, selector: str,
+                                expected: list[str]) -> None:
     out = kubectl_for(server).ok("get", "svc", "-A", "-l", selector, "-o", "name")
     assert out.split() == expected
     (req,) = [r for r in server.requests if r.path == "/api/v1/services"]
     assert req.param("labelSelector") == selector  # filtered by the server, not kubectl
 
 
-def test_kubectl_crd_cluster_scoped_json(server, kubectl_for, snapshot):
+def test_kubectl_crd_cluster_scoped_json(server: KubeApiServer, kubectl_for: KubectlFor,
+                                         snapshot: list[dict[str, Any]]) -> None:
     kubectl = kubectl_for(server)
     out = json.loads(kubectl.ok("get", "ciliumloadbalancerippools", "-o", "json"))
     pools = _of_kind(snapshot, "CiliumLoadBalancerIPPool")
@@ -241,7 +266,7 @@ def test_kubectl_crd_cluster_scoped_json(server, kubectl_for, snapshot):
     assert {i["apiVersion"] for i in older["items"]} == {"cilium.io/v2alpha1"}
 
 
-def test_kubectl_crd_printer_columns(server, kubectl_for):
+def test_kubectl_crd_printer_columns(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     lines = kubectl_for(server).ok("get", "ippools").splitlines()
     assert lines[0].split() == ["NAME", "DISABLED", "CONFLICTING", "IPS", "AVAILABLE", "AGE"]
     assert [line.split() for line in lines[1:]] == [
@@ -249,7 +274,7 @@ def test_kubectl_crd_printer_columns(server, kubectl_for):
         ["staging-pool", "false", "False", "8", "7d"]]
 
 
-def test_kubectl_absent_crd_is_not_served(server, kubectl_for):
+def test_kubectl_absent_crd_is_not_served(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     kubectl = kubectl_for(server)
     proc = kubectl.run("get", "gateways", "-A")
     assert proc.returncode != 0
@@ -259,7 +284,8 @@ def test_kubectl_absent_crd_is_not_served(server, kubectl_for):
 
 
 @pytest.mark.parametrize("version", [OLD_KUBECTL, PREFERRED_KUBECTL, NEW_KUBECTL])
-def test_kubectl_chunked_list(server, kubectl_for, snapshot, version):
+def test_kubectl_chunked_list(server: KubeApiServer, kubectl_for: KubectlFor, snapshot: list[dict[str, Any]],
+                              version: str) -> None:
     out = json.loads(kubectl_for(server, version).ok(
         "get", "svc", "-A", "--chunk-size=2", "-o", "json", "--show-managed-fields"))
     assert out["items"] == _of_kind(snapshot, "Service")
@@ -272,7 +298,7 @@ def test_kubectl_chunked_list(server, kubectl_for, snapshot, version):
         "/api", "/apis"]
 
 
-def test_kubectl_forbidden(restricted, kubectl_for):
+def test_kubectl_forbidden(restricted: KubeApiServer, kubectl_for: KubectlFor) -> None:
     kubectl = kubectl_for(restricted)
     proc = kubectl.run("get", "configmaps", "-A")
     assert proc.returncode == 1
@@ -288,7 +314,7 @@ def test_kubectl_forbidden(restricted, kubectl_for):
     assert 'in the namespace "shop"' in proc.stderr
 
 
-def test_kubectl_unauthorized(server, tmp_path):
+def test_kubectl_unauthorized(server: KubeApiServer, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "bad-kubeconfig"
     write_kubeconfig(kubeconfig, [KubeconfigContext("bad", server.url, server.ca_pem, "nope")])
     proc = _kubectl(PREFERRED_KUBECTL, kubeconfig, tmp_path / "home").run("get", "svc")
@@ -298,9 +324,7 @@ def test_kubectl_unauthorized(server, tmp_path):
     assert {r.user for r in server.requests} == {None}
 
 
-def test_sdk_dispatcher_picks_kubectl_by_server_version(serve, tmp_path):
-    # /usr/bin/kubectl in the Cloud SDK GETs /version first and runs the
-    # kubectl matching the server's minor version, so /version must parse.
+def test_sdk_dispatcher_picks_kubectl_by_server_version(serve: Serve, tmp_path: Path) -> None:
     dispatcher = Path("/usr/bin/kubectl")
     if not (dispatcher.resolve().parent == SDK_BIN and find_kubectl("1.28")):
         pytest.skip("needs the Cloud SDK kubectl dispatcher and its kubectl.1.28")
@@ -313,7 +337,8 @@ def test_sdk_dispatcher_picks_kubectl_by_server_version(serve, tmp_path):
     assert agents[-1].startswith("kubectl/v1.28.")
 
 
-def test_kubeconfig_with_several_contexts(serve, kubectl_for, connect, tmp_path):
+def test_kubeconfig_with_several_contexts(serve: Serve, kubectl_for: KubectlFor, connect: Connect,
+                                          tmp_path: Path) -> None:
     admin = User("kubernetes-admin", "admin-token")
     srv = serve(cluster_role=auditor_cluster_role(), users=[admin])
     contexts = [srv.context("auditor"), srv.context("admin", user=admin, namespace="shop")]
@@ -327,7 +352,7 @@ def test_kubeconfig_with_several_contexts(serve, kubectl_for, connect, tmp_path)
     assert {r.user for r in srv.requests} == {AUDITOR, "kubernetes-admin"}
 
 
-def test_kubectl_retries_throttling_and_reports_errors(server, kubectl_for):
+def test_kubectl_retries_throttling_and_reports_errors(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     kubectl = kubectl_for(server)
     # client-go honours Retry-After on 429 and retries.
     server.faults.add(Fault.throttle(retry_after=0, times=2, resource="services"))
@@ -339,9 +364,7 @@ def test_kubectl_retries_throttling_and_reports_errors(server, kubectl_for):
         "Error from server (InternalError): Internal error occurred: etcdserver: request timed out")
 
 
-def test_kubectl_does_not_survive_an_expired_continue(server, kubectl_for):
-    # Documented client behaviour the auditor must handle itself: kubectl
-    # prints the first chunk, then fails with the 410 message.
+def test_kubectl_does_not_survive_an_expired_continue(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     server.faults.add(Fault.expired(resource="services"))
     proc = kubectl_for(server).run("get", "svc", "-A", "--chunk-size=4", "-o", "name")
     assert proc.returncode == 1
@@ -351,7 +374,7 @@ def test_kubectl_does_not_survive_an_expired_continue(server, kubectl_for):
 
 # ------------------------------------------------- python client: reads --
 
-def test_python_client_pagination(server, connect, snapshot):
+def test_python_client_pagination(server: KubeApiServer, connect: Connect, snapshot: list[dict[str, Any]]) -> None:
     core = client.CoreV1Api(connect(server))
     pages, token = [], None
     while True:
@@ -372,7 +395,7 @@ def test_python_client_pagination(server, connect, snapshot):
     assert frontend.metadata.managed_fields[0].manager == "kubectl-client-side-apply"
 
 
-def test_python_client_namespaced_reads(server, connect):
+def test_python_client_namespaced_reads(server: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(server))
     assert [s.metadata.name for s in core.list_namespaced_service("shop").items] == [
         "checkout", "frontend", "legacy-billing", "payments-db"]
@@ -390,7 +413,7 @@ def test_python_client_namespaced_reads(server, connect):
         "details": {"name": "nope", "kind": "services"}, "code": 404}
 
 
-def test_python_custom_objects_at_every_served_version(server, connect):
+def test_python_custom_objects_at_every_served_version(server: KubeApiServer, connect: Connect) -> None:
     custom = client.CustomObjectsApi(connect(server))
     for version in ("v2", "v2alpha1"):
         pools = custom.list_cluster_custom_object("cilium.io", version, "ciliumloadbalancerippools")
@@ -427,7 +450,7 @@ def test_python_custom_objects_at_every_served_version(server, connect):
      ["shop/checkout", "shop/payments-db"]),
     (None, "metadata.name=frontend", ["shop/frontend", "staging/frontend"]),
 ])
-def test_python_selectors(server, connect, labels, fields, expected):
+def test_python_selectors(server: KubeApiServer, connect: Connect, labels: Any, fields: Any, expected: Any) -> None:
     core = client.CoreV1Api(connect(server))
     got = core.list_service_for_all_namespaces(label_selector=labels, field_selector=fields)
     assert [f"{i.metadata.namespace}/{i.metadata.name}" for i in got.items] == expected
@@ -441,7 +464,8 @@ def test_python_selectors(server, connect, labels, fields, expected):
     ({"_continue": base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v0","rv":1,"start":"a"}')
       .decode()}, "continue key is not valid: "),
 ])
-def test_python_bad_list_options_are_400(server, connect, kwargs, message):
+def test_python_bad_list_options_are_400(server: KubeApiServer, connect: Connect, kwargs: dict[str, Any],
+                                         message: str) -> None:
     with pytest.raises(client.ApiException) as exc:
         client.CoreV1Api(connect(server)).list_service_for_all_namespaces(**kwargs)
     assert exc.value.status == 400
@@ -449,7 +473,7 @@ def test_python_bad_list_options_are_400(server, connect, kwargs, message):
     assert api_error(exc)["message"].startswith(message)
 
 
-def test_metadata_only_secret_listing_never_carries_payload(server, connect):
+def test_metadata_only_secret_listing_never_carries_payload(server: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(server))
     resp = core.list_secret_for_all_namespaces(_headers={"Accept": PARTIAL_LIST},
                                                _preload_content=False)
@@ -475,7 +499,7 @@ def test_metadata_only_secret_listing_never_carries_payload(server, connect):
     assert json.loads(one.data)["kind"] == "PartialObjectMetadata"
 
 
-def test_dynamic_client_uses_legacy_discovery(server, connect):
+def test_dynamic_client_uses_legacy_discovery(server: KubeApiServer, connect: Connect) -> None:
     dyn = DynamicClient(connect(server))
     pools = dyn.resources.get(api_version="cilium.io/v2", kind="CiliumLoadBalancerIPPool")
     assert [p.metadata.name for p in pools.get().items] == ["default-pool", "staging-pool"]
@@ -486,7 +510,7 @@ def test_dynamic_client_uses_legacy_discovery(server, connect):
 
 # ------------------------------------------------- auth, RBAC, read-only --
 
-def test_python_client_unauthorized(serve, connect, tmp_path):
+def test_python_client_unauthorized(serve: Serve, connect: Connect, tmp_path: Path) -> None:
     srv = serve(token="the-real-token")
     path = write_kubeconfig(tmp_path / "wrong", [
         KubeconfigContext("wrong", srv.url, srv.ca_pem, "not-the-token")])
@@ -501,12 +525,12 @@ def test_python_client_unauthorized(serve, connect, tmp_path):
     assert raw(srv, "/version", token="the-real-token")[0] == 200
 
 
-def test_python_client_forbidden_messages(restricted, connect):
+def test_python_client_forbidden_messages(restricted: KubeApiServer, connect: Connect) -> None:
     api = connect(restricted)
     core = client.CoreV1Api(api)
     custom = client.CustomObjectsApi(api)
     prefix = f'User "{AUDITOR}" cannot'
-    cases = [
+    cases: list[tuple[Callable[[], Any], str, Json]] = [
         (lambda: core.list_config_map_for_all_namespaces(),
          f'configmaps is forbidden: {prefix} list resource "configmaps" in API group "" '
          f'at the cluster scope', {"kind": "configmaps"}),
@@ -547,8 +571,8 @@ def test_python_client_forbidden_messages(restricted, connect):
     assert "cilium.io" in [g.name for g in client.ApisApi(api).get_api_versions().groups]
 
 
-def test_rbac_rule_semantics():
-    def allows(rule: dict, verb: str, group: str, resource: str, sub: str = "", name: str = ""):
+def test_rbac_rule_semantics() -> None:
+    def allows(rule: Json, verb: str, group: str, resource: str, sub: str = "", name: str = "") -> bool:
         return PolicyRule.from_manifest(rule).allows_resource(verb, group, resource, sub, name)
 
     assert allows({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, "get", "x", "y", "status")
@@ -570,10 +594,10 @@ def test_rbac_rule_semantics():
     assert policy.allows_path("get", "/apis/cilium.io/v2") and not policy.allows_path("get", "/metrics")
 
 
-def test_every_write_is_405_and_nothing_changes(restricted, connect):
+def test_every_write_is_405_and_nothing_changes(restricted: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(restricted))
     body = {"metadata": {"name": "x"}, "data": {"a": "b"}}
-    attempts = [
+    attempts: list[Callable[[], Any]] = [
         lambda: core.create_namespaced_config_map("kube-system", body),
         lambda: core.replace_namespaced_config_map("cilium-config", "kube-system", body),
         lambda: core.patch_namespaced_config_map("cilium-config", "kube-system", {"data": {}}),
@@ -592,7 +616,7 @@ def test_every_write_is_405_and_nothing_changes(restricted, connect):
     assert raw(restricted, "/api/v1/namespaces/shop/services", method="POST", token=None)[0] == 401
 
 
-def test_request_log_records_what_was_asked(server, kubectl_for):
+def test_request_log_records_what_was_asked(server: KubeApiServer, kubectl_for: KubectlFor) -> None:
     kubectl_for(server).ok("get", "svc", "-n", "shop", "-o", "name")
     rec = server.requests[-1]
     assert (rec.method, rec.path, rec.status, rec.user) == (
@@ -606,8 +630,7 @@ def test_request_log_records_what_was_asked(server, kubectl_for):
 
 # ---------------------------------------------------------------- faults --
 
-def test_fault_throttle(server, connect):
-    # urllib3 (under the python client) retries a 429 that has Retry-After...
+def test_fault_throttle(server: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(server))
     server.faults.add(Fault.throttle(retry_after=0, times=1, resource="services"))
     assert len(core.list_service_for_all_namespaces().items) == 9
@@ -622,7 +645,7 @@ def test_fault_throttle(server, connect):
     assert api_error(exc)["message"] == "Too many requests, please try again later."
 
 
-def test_fault_internal_error(server, connect):
+def test_fault_internal_error(server: KubeApiServer, connect: Connect) -> None:
     server.faults.add(Fault.error("etcdserver: leader changed",
                                   resource="ciliumloadbalancerippools.cilium.io"))
     custom = client.CustomObjectsApi(connect(server))
@@ -635,7 +658,7 @@ def test_fault_internal_error(server, connect):
                                                  "ciliumloadbalancerippools")["items"]) == 2
 
 
-def test_fault_connection_dropped_mid_list(server, connect):
+def test_fault_connection_dropped_mid_list(server: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(server))
     server.faults.add(Fault.drop(resource="services", verb="list"))
     with pytest.raises(urllib3.exceptions.ProtocolError, match="IncompleteRead"):
@@ -644,7 +667,7 @@ def test_fault_connection_dropped_mid_list(server, connect):
     assert len(core.list_service_for_all_namespaces().items) == 9  # fired once only
 
 
-def test_fault_expired_continue(server, connect, snapshot):
+def test_fault_expired_continue(server: KubeApiServer, connect: Connect, snapshot: list[dict[str, Any]]) -> None:
     core = client.CoreV1Api(connect(server))
     server.faults.add(Fault.expired(resource="services"))
     first = core.list_service_for_all_namespaces(limit=4)  # no token: does not fire
@@ -664,7 +687,7 @@ def test_fault_expired_continue(server, connect, snapshot):
     assert names == [_key(o) for o in _of_kind(snapshot, "Service")]
 
 
-def test_fault_latency_and_selection(server, connect):
+def test_fault_latency_and_selection(server: KubeApiServer, connect: Connect) -> None:
     core = client.CoreV1Api(connect(server))
     slow = Fault.slow(0.05, path=r"^/api/v1/namespaces/[^/]+/configmaps", times=2)
     getter = Fault.error(resource="configmaps", verb="get", times=None)
@@ -681,16 +704,66 @@ def test_fault_latency_and_selection(server, connect):
     assert server.faults.pending() == [getter]
 
 
-def test_fault_on_discovery_path(server, connect):
+def test_fault_on_discovery_path(server: KubeApiServer, connect: Connect) -> None:
     server.faults.add(Fault.error(path=r"^/apis/?$"))
     with pytest.raises(client.ApiException) as exc:
         client.ApisApi(connect(server)).get_api_versions()
     assert exc.value.status == 500
 
 
+def test_fault_answer_replaces_the_body(server: KubeApiServer) -> None:
+    server.faults.add(Fault.answer({"kind": "Status", "status": "Success"}, path=r"^/api$"),
+                      Fault.answer(b"not json at all", content_type="text/plain", resource="services"))
+    assert raw_json(server, "/api") == {"kind": "Status", "status": "Success"}
+    status, headers, body = raw(server, "/api/v1/services")
+    assert (status, headers["content-type"], body) == (200, "text/plain", b"not json at all")
+    assert raw_json(server, "/api")["kind"] == "APIVersions"  # each fired once
+    assert [r.faults for r in server.requests] == [("answer",), ("answer",), ()]
+
+
+def test_fault_continue_that_never_ends_or_repeats(server: KubeApiServer, connect: Connect) -> None:
+    core = client.CoreV1Api(connect(server))
+    server.faults.add(Fault.endless_continue(resource="services", times=3))
+    tokens = []
+    token = None
+    for _ in range(3):
+        page = core.list_service_for_all_namespaces(limit=100, _continue=token)
+        token = page.metadata._continue
+        tokens.append(token)
+    assert len(set(tokens)) == 3 and all(tokens)
+    server.faults.add(Fault.repeated_continue(resource="services", times=2))
+    first = core.list_service_for_all_namespaces(limit=100)
+    second = core.list_service_for_all_namespaces(limit=100, _continue=first.metadata._continue)
+    assert first.metadata._continue == second.metadata._continue
+    assert core.list_service_for_all_namespaces(limit=100).metadata._continue is None  # both exhausted
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_fault_huge_list_is_valid_json_of_the_size_asked(server: KubeApiServer, chunked: bool) -> None:
+    server.faults.add(Fault.huge(1_000_000, chunked=chunked, resource="services"))
+    status, headers, body = raw(server, "/api/v1/services")
+    assert status == 200
+    assert ("content-length" in headers) is not chunked
+    assert abs(len(body) - 1_000_000) < 2000
+    document = json.loads(body)
+    assert document["kind"] == "ServiceList" and len(document["items"]) > 950
+    assert raw_json(server, "/api/v1/services")["items"][0]["metadata"]["name"] != "huge-0000000000"
+
+
+def test_fault_trickle_is_slow_but_complete_and_bounded(server: KubeApiServer) -> None:
+    server.faults.add(Fault.trickle(every=0.001, nbytes=200, resource="services"))
+    status, _, body = raw(server, "/api/v1/services")
+    assert status == 200 and len(json.loads(body)["items"]) == 9
+    # Bounded: past `for_at_most` the connection is closed, the answer incomplete.
+    server.faults.add(Fault.trickle(every=0.05, nbytes=1, for_at_most=0.2, headers=True, resource="services"))
+    with pytest.raises((http.client.HTTPException, ConnectionError)):
+        raw(server, "/api/v1/services")
+    assert [r.faults for r in server.requests] == [("trickle",), ("trickle",)]
+
+
 # ------------------------------------------------- protocol-level details --
 
-def test_discovery_documents(serve):
+def test_discovery_documents(serve: Serve) -> None:
     srv = serve(git_version="v1.31.7")
     assert raw_json(srv, "/version")["gitVersion"] == "v1.31.7"
     assert raw_json(srv, "/version")["minor"] == "31"
@@ -730,7 +803,7 @@ def test_discovery_documents(serve):
 
 
 @pytest.mark.parametrize("version", ["v2", "v2beta1"])
-def test_aggregated_discovery(server, version):
+def test_aggregated_discovery(server: KubeApiServer, version: str) -> None:
     accept = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
     status, headers, body = raw(server, "/apis", accept + ",application/json")
     assert status == 200 and headers["content-type"] == accept
@@ -747,7 +820,7 @@ def test_aggregated_discovery(server, version):
     assert [v["version"] for v in core["items"][0]["versions"]] == ["v1"]
 
 
-def test_table_responses(server):
+def test_table_responses(server: KubeApiServer) -> None:
     table = raw_json(server, "/api/v1/namespaces/shop/services?limit=2", TABLE)
     assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
     assert [c["name"] for c in table["columnDefinitions"]] == [
@@ -769,7 +842,7 @@ def test_table_responses(server):
     assert raw(server, "/api/v1/services?includeObject=Everything", TABLE)[0] == 400
 
 
-def test_list_items_typed_vs_unstructured(server):
+def test_list_items_typed_vs_unstructured(server: KubeApiServer) -> None:
     services = raw_json(server, "/api/v1/services")
     assert (services["kind"], services["apiVersion"]) == ("ServiceList", "v1")
     assert not any("kind" in i or "apiVersion" in i for i in services["items"])
@@ -780,7 +853,7 @@ def test_list_items_typed_vs_unstructured(server):
     assert (one["kind"], one["apiVersion"]) == ("Service", "v1")
 
 
-def test_content_negotiation_head_and_watch(server):
+def test_content_negotiation_head_and_watch(server: KubeApiServer) -> None:
     status, _, _ = raw(server, "/api/v1/services", "application/vnd.kubernetes.protobuf")
     assert status == 406
     status, headers, body = raw(server, "/api/v1/services",
@@ -792,7 +865,7 @@ def test_content_negotiation_head_and_watch(server):
     assert status == 405 and b"watch is not supported" in body
 
 
-def test_extra_registrations(serve):
+def test_extra_registrations(serve: Serve) -> None:
     ip_pool = {
         "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
         "metadata": {"name": "legacy", "namespace": "metallb-system", "uid": "u1",
@@ -801,7 +874,7 @@ def test_extra_registrations(serve):
     }
     gateway_type = ResourceType("gateway.networking.k8s.io", ("v1",), "gateways", "gateway",
                                 "Gateway", True, short_names=("gtw",))
-    srv = serve(snapshot=sample_snapshot() + [ip_pool],
+    srv = serve(snapshot=[*sample_snapshot(), ip_pool],
                 extra_crds=[make_crd("metallb.io", "IPAddressPool", "ipaddresspools",
                                      ["v1beta1"])],
                 extra_resources=[gateway_type])
@@ -813,7 +886,7 @@ def test_extra_registrations(serve):
     assert [i["metadata"]["name"] for i in gws["items"]] == ["public"]
 
 
-def test_unserved_crd_versions_and_unestablished_crds(serve):
+def test_unserved_crd_versions_and_unestablished_crds(serve: Serve) -> None:
     crd = make_crd("example.com", "Widget", "widgets", ["v1", "v1beta1"], served=["v1"])
     gadget = make_crd("example.com", "Gadget", "gadgets", ["v1"])
     gadget["status"]["conditions"][1].update(status="False", reason="Installing")
@@ -830,18 +903,18 @@ def test_unserved_crd_versions_and_unestablished_crds(serve):
             if g["name"] == "example.com"] == ["v1"]
 
 
-def test_snapshot_formats_and_validation(serve, snapshot):
+def test_snapshot_formats_and_validation(serve: Serve, snapshot: list[dict[str, Any]]) -> None:
     as_list = {"apiVersion": "v1", "kind": "List", "items": snapshot, "metadata": {}}
     srv = serve(snapshot=as_list)
     assert len(raw_json(srv, "/api/v1/services")["items"]) == 9
     with pytest.raises(ValueError, match="duplicate"):
-        KubeApiServer(snapshot + [snapshot[-1]])
+        KubeApiServer([*snapshot, snapshot[-1]])
     orphan = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
-    with pytest.raises(ValueError, match="no metadata.namespace"):
+    with pytest.raises(ValueError, match=r"no metadata\.namespace"):
         KubeApiServer([orphan])
 
 
-def test_label_selector_parser():
+def test_label_selector_parser() -> None:
     sel = parse_label_selector("a in (x, y),b notin (z),!c,d,e!=1,f==2,g>3")
     assert sel.matches({"a": "x", "d": "", "e": "0", "f": "2", "g": "4"})
     assert not sel.matches({"a": "x", "d": "", "f": "2", "g": "3"})
@@ -852,7 +925,7 @@ def test_label_selector_parser():
             parse_label_selector(bad)
 
 
-def test_human_duration():
+def test_human_duration() -> None:
     assert [human_duration(s) for s in (5, 150, 600, 7200, 30 * 3600, 7 * 86400, 400 * 86400,
                                         3 * 365 * 86400 + 86400)] == [
         "5s", "2m30s", "10m", "120m", "30h", "7d", "400d", "3y1d"]
@@ -860,7 +933,7 @@ def test_human_duration():
 
 # ------------------------------------------------ concurrency, lifecycle --
 
-def test_concurrent_listers(server, connect):
+def test_concurrent_listers(server: KubeApiServer, connect: Connect) -> None:
     gate = threading.Event()
     server.faults.add(Fault.hold(gate, resource="services", times=None))
     core = client.CoreV1Api(connect(server, pool=8))
@@ -885,7 +958,8 @@ def _open_fds() -> int:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
-def test_clean_shutdown_with_idle_keepalive_connections(snapshot, connect, tmp_path):
+def test_clean_shutdown_with_idle_keepalive_connections(snapshot: list[dict[str, Any]], connect: Connect,
+                                                        tmp_path: Path) -> None:
     before_fds = _open_fds()
     srv = KubeApiServer(snapshot).start()
     port = srv.port
@@ -906,10 +980,9 @@ def test_clean_shutdown_with_idle_keepalive_connections(snapshot, connect, tmp_p
     srv.close()  # idempotent
 
 
-def test_context_manager_closes_on_error(snapshot):
-    with pytest.raises(RuntimeError, match="boom"):
-        with KubeApiServer(snapshot) as srv:
-            port = srv.port
-            raise RuntimeError("boom")
+def test_context_manager_closes_on_error(snapshot: list[dict[str, Any]]) -> None:
+    with pytest.raises(RuntimeError, match="boom"), KubeApiServer(snapshot) as srv:
+        port = srv.port
+        raise RuntimeError("boom")
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()

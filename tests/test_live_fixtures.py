@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import io
 import json
 import os
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,15 +30,17 @@ SECRET_VALUE = "hunter2-Sup3r-s3cret-value"
 SECRET_B64 = "aHVudGVyMi1TdXAzci1zM2NyZXQtdmFsdWU="  # base64 of SECRET_VALUE
 TOKEN = "kubeapi-test-token"  # tests.kubeapi.DEFAULT_TOKEN
 GATEWAY_BUNDLE = "v1.4.1"
+Json = dict[str, Any]  # a decoded JSON object: a Kubernetes object, a report
 
 
-def _gateway_crd(kind: str, plural: str, scope: str = "Namespaced", versions=("v1",)) -> dict:
+def _gateway_crd(kind: str, plural: str, scope: str = "Namespaced",
+                 versions: tuple[str, ...] = ("v1",)) -> Json:
     crd = make_crd("gateway.networking.k8s.io", kind, plural, list(versions), scope=scope)
     crd["metadata"]["annotations"] = {"gateway.networking.k8s.io/bundle-version": GATEWAY_BUNDLE}
     return crd
 
 
-def platform_crds(pool_stored_versions=("v2alpha1", "v2")) -> list[dict]:
+def platform_crds(pool_stored_versions: tuple[str, ...] = ("v2alpha1", "v2")) -> list[Json]:
     """The CRDs of a Cilium 1.19 cluster with the Gateway API v1.4 bundle."""
     return [
         make_crd("cilium.io", "CiliumLoadBalancerIPPool", "ciliumloadbalancerippools", ["v2", "v2alpha1"],
@@ -57,9 +61,10 @@ def platform_crds(pool_stored_versions=("v2alpha1", "v2")) -> list[dict]:
     ]
 
 
-def leaky_secret() -> dict:
+def leaky_secret() -> Json:
     """A Secret whose every channel of leakage is filled: data, last-applied, managedFields key names."""
-    last_applied = json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-creds", "namespace": "mail"},
+    last_applied = json.dumps({"apiVersion": "v1", "kind": "Secret",
+                               "metadata": {"name": "db-creds", "namespace": "mail"},
                                "stringData": {"password": SECRET_VALUE}})
     return {
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -74,21 +79,22 @@ def leaky_secret() -> dict:
     }
 
 
-def fixture_items(name: str) -> list[dict]:
-    return json.loads((FIXTURES / "clusters" / f"{name}.json").read_text(encoding="utf-8"))["items"]
+def fixture_items(name: str) -> list[Json]:
+    items: list[Json] = json.loads((FIXTURES / "clusters" / f"{name}.json").read_text(encoding="utf-8"))["items"]
+    return items
 
 
-def served_items(name: str) -> list[dict]:
-    return copy.deepcopy(fixture_items(name)) + [leaky_secret()]
+def served_items(name: str) -> list[Json]:
+    return [*copy.deepcopy(fixture_items(name)), leaky_secret()]
 
 
-def serve_items(items: list[dict], crds: list[dict], **kwargs) -> KubeApiServer:
+def serve_items(items: list[Json], crds: list[Json], **kwargs: Any) -> KubeApiServer:
     """A server for `items` that also serves `crds`, except those the items already hold."""
     present = {item["metadata"]["name"] for item in items if item["kind"] == "CustomResourceDefinition"}
     return KubeApiServer(items, extra_crds=[c for c in crds if c["metadata"]["name"] not in present], **kwargs)
 
 
-def serve(name: str = "drifted", *, crds: list[dict] | None = None, **kwargs) -> KubeApiServer:
+def serve(name: str = "drifted", *, crds: list[Json] | None = None, **kwargs: Any) -> KubeApiServer:
     """A started server for fixture `name` (close it, or use it as a context manager).
 
     The dumps hold the CRDs the rules read; the other ones a Cilium cluster
@@ -98,24 +104,12 @@ def serve(name: str = "drifted", *, crds: list[dict] | None = None, **kwargs) ->
     return serve_items(served_items(name), platform_crds(stored) if crds is None else crds, **kwargs).start()
 
 
-@pytest.fixture
-def drifted() -> Iterator[KubeApiServer]:
-    with serve("drifted") as server:
-        yield server
-
-
-@pytest.fixture
-def clean() -> Iterator[KubeApiServer]:
-    with serve("clean") as server:
-        yield server
-
-
-def kubeconfig(server: KubeApiServer, tmp_path: Path, name: str = "kubeconfig", **kwargs) -> str:
+def kubeconfig(server: KubeApiServer, tmp_path: Path, name: str = "kubeconfig", **kwargs: Any) -> str:
     return str(server.write_kubeconfig(tmp_path / name, **kwargs))
 
 
 @contextlib.contextmanager
-def _environment(env: dict[str, str | None]) -> Iterator[None]:
+def _environment(env: Mapping[str, str | None]) -> Iterator[None]:
     saved = {key: os.environ.get(key) for key in env}
     try:
         for key, value in env.items():
@@ -132,7 +126,7 @@ def _environment(env: dict[str, str | None]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def run(*args: str, env: dict[str, str | None] | None = None, cwd: Path | None = None) -> CliResult:
+def run(*args: str, env: Mapping[str, str | None] | None = None, cwd: Path | None = None) -> CliResult:
     """The real CLI (`auditor.cli.main`) in this process: exit code, stdout, stderr."""
     from auditor.cli import main
 
@@ -152,31 +146,33 @@ def run(*args: str, env: dict[str, str | None] | None = None, cwd: Path | None =
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def run_subprocess(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 120) -> CliResult:
+def run_subprocess(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
+                   timeout: float = 120) -> CliResult:
     return run_cli(*args, env={"KUBECONFIG": "", "EXPECT_CLUSTER": "", **(env or {})}, cwd=cwd, timeout=timeout)
 
 
-def live_json(server: KubeApiServer, tmp_path: Path, *args: str, env: dict | None = None) -> tuple[int, dict, CliResult]:
+def live_json(server: KubeApiServer, tmp_path: Path, *args: str,
+              env: Mapping[str, str | None] | None = None) -> tuple[int, Json, CliResult]:
     result = run("live", "--kubeconfig", kubeconfig(server, tmp_path), "--format", "json", *AS_OF, *args, env=env)
     assert "Traceback" not in result.stderr, result.stderr
     try:
-        report = json.loads(result.stdout)
+        report: Json = json.loads(result.stdout)
     except ValueError:
         pytest.fail(f"no JSON report (exit {result.code}): {result.stderr}")
     validate_report(report)
     return result.code, report, result
 
 
-def validate_report(report: dict) -> None:
-    import jsonschema
-
+def validate_report(report: Json) -> None:
     from auditor.config_files import load_schema
+
+    jsonschema: Any = importlib.import_module("jsonschema")  # no stubs installed
 
     jsonschema.Draft202012Validator(load_schema("report.schema.json"),
                                     format_checker=jsonschema.FormatChecker()).validate(report)
 
 
-def comparable(report: dict) -> dict:
+def comparable(report: Json) -> Json:
     """A JSON report without what legitimately differs between a live audit and its snapshot:
     the target, the date, and where objects were read (`cluster:CONTEXT` or `FILE:LINE`, also
     when a message quotes it, e.g. the cilium-config a setting came from)."""
@@ -195,7 +191,7 @@ def comparable(report: dict) -> dict:
     return out
 
 
-def statuses(report: dict) -> dict[str, str]:
+def statuses(report: Json) -> dict[str, str]:
     return {rule["id"]: rule["status"] for rule in report["rules"]}
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,21 +18,22 @@ from tests.test_live_fixtures import AS_OF, kubeconfig, platform_crds, run, serv
 HINT = "regenerate with: python -m auditor.sources.live.rbac --write"
 
 
-def _rules(plugins: bool = True):
-    return registry.load_rules(plugins=plugins).rules
+def _rules(plugins: bool = True) -> list[rbac.ReadsKinds]:
+    return list(registry.load_rules(plugins=plugins).rules)
 
 
-def _generated_role() -> dict:
+def _generated_role() -> dict[str, Any]:
     docs = list(yaml.safe_load_all((ROOT / "docs" / "rbac.yaml").read_text(encoding="utf-8")))
-    return next(doc for doc in docs if doc["kind"] == "ClusterRole")
+    role: dict[str, Any] = next(doc for doc in docs if doc["kind"] == "ClusterRole")
+    return role
 
 
-def test_every_kind_a_rule_reads_has_a_resource():
+def test_every_kind_a_rule_reads_has_a_resource() -> None:
     missing = sorted({gk for rule in _rules() for gk in rule.kinds_read()} - set(kinds.RESOURCES))
     assert not missing, f"add these to auditor.kinds.RESOURCES: {missing}"
 
 
-def test_resources_table_is_consistent():
+def test_resources_table_is_consistent() -> None:
     by_kind = {(r.group, r.kind): r.plural for r in BUILTIN_RESOURCES}
     by_crd = {(c["spec"]["group"], c["spec"]["names"]["kind"]): c["spec"]["names"]["plural"] for c in platform_crds()}
     for gk, (group, plural) in kinds.RESOURCES.items():
@@ -41,13 +44,13 @@ def test_resources_table_is_consistent():
             assert plural == known, gk
 
 
-def test_docs_rbac_yaml_is_fresh():
+def test_docs_rbac_yaml_is_fresh() -> None:
     assert (ROOT / "docs" / "rbac.yaml").read_text(encoding="utf-8") == rbac.render(rbac.builtin_rules()), HINT
 
 
-def test_the_role_is_read_only_and_exact():
+def test_the_role_is_read_only_and_exact() -> None:
     role = _generated_role()
-    granted = set()
+    granted: set[tuple[str, str, str]] = set()
     for rule in role["rules"]:
         assert set(rule) == {"apiGroups", "resources", "verbs"}  # no resourceNames, no nonResourceURLs
         assert set(rule["verbs"]) <= {"get", "list"} and "*" not in rule["resources"] + rule["apiGroups"]
@@ -65,7 +68,7 @@ def test_the_role_is_read_only_and_exact():
                                     "namespace": docs[0]["metadata"]["namespace"]}]
 
 
-def test_the_full_audit_runs_with_the_generated_role_and_nothing_more(tmp_path):
+def test_the_full_audit_runs_with_the_generated_role_and_nothing_more(tmp_path: Path) -> None:
     with serve("drifted", cluster_role=_generated_role()) as server:
         live = run("live", "--kubeconfig", kubeconfig(server, tmp_path), "--format", "json", *AS_OF)
         snapshot = run("snapshot", "-o", str(tmp_path / "dump.json"), "--kubeconfig", kubeconfig(server, tmp_path))
@@ -82,7 +85,7 @@ def test_the_full_audit_runs_with_the_generated_role_and_nothing_more(tmp_path):
     ("customresourcedefinitions", "CustomResourceDefinition.apiextensions.k8s.io"),
     ("ciliumloadbalancerippools", "CiliumLoadBalancerIPPool.cilium.io"),
 ])
-def test_one_resource_less_exits_3_naming_it(tmp_path, resource, kind):
+def test_one_resource_less_exits_3_naming_it(tmp_path: Path, resource: str, kind: str) -> None:
     role = _generated_role()
     for rule in role["rules"]:
         rule["resources"] = [r for r in rule["resources"] if r != resource]
@@ -99,7 +102,7 @@ def test_one_resource_less_exits_3_naming_it(tmp_path, resource, kind):
     assert {r["id"] for r in errors} == readers
 
 
-def test_audit_rbac_command():
+def test_audit_rbac_command() -> None:
     full = run("rbac")
     assert full.code == 0 and full.stdout == rbac.render(rbac.builtin_rules(), command="audit rbac")
     narrow = run("rbac", "--skip-rule", "gateway-https-listener-tls")

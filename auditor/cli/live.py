@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from auditor.cli.common import AuditOptions, audit_options, evaluate, prepare, report
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
+if TYPE_CHECKING:
+    from auditor.sources.live.reader import ReadOptions
+    from auditor.sources.live.target import Target
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SIZE = re.compile(r"^(\d+)\s*(B|KiB|MiB|GiB|K|M|G|Ki|Mi|Gi)?$")
+_SIZE_UNITS = {None: 1, "B": 1, "K": 1024, "Ki": 1024, "KiB": 1024, "M": 1024**2, "Mi": 1024**2, "MiB": 1024**2,
+               "G": 1024**3, "Gi": 1024**3, "GiB": 1024**3}
+MIN_RESPONSE_BYTES = 64 * 1024  # a discovery document is tens of kilobytes
 
 
-def _parse_timeout(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
+def _parse_timeout(ctx: click.Context | None, param: click.Parameter | None, value: str) -> float | None:
     """kubectl's --request-timeout: `30s`, `1m`, `500ms`, a plain number of seconds; 0 = no timeout."""
     match = _DURATION.match(value.strip())
     if not match:
@@ -28,75 +40,147 @@ def _parse_timeout(ctx: click.Context, param: click.Parameter, value: str) -> fl
     return seconds or None
 
 
-def cluster_options(fleet: bool) -> Callable:
-    """Options naming the cluster(s) and bounding how they are read."""
-    def decorate(command: Callable) -> Callable:
-        context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
-                        if fleet else "Kubeconfig context to read (default: the current one).")
-        decorators = [
-            click.option("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False),
-                         help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without "
-                              "either, the pod's service account)."),
-            click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
-            click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
-                         metavar="DURATION", help="Connect and read timeout of each request (0: none)."),
-            click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
-                         help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
-                              "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
-            click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
-                         help="Kinds listed at once (per cluster)."),
-            click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
-                         help="Objects per list page (limit/continue; 0: unpaginated)."),
-            click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
-                         help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
-        ]
-        if fleet:
-            decorators.append(click.option("--all-contexts", is_flag=True,
-                                           help="Audit every context of the kubeconfig (a fleet)."))
+def _parse_size(ctx: click.Context | None, param: click.Parameter | None, value: str) -> int:
+    """A size in bytes: `64MiB`, `512KiB`, `1GiB`, a plain number of bytes (binary units, as kubectl's quantities)."""
+    match = _SIZE.match(value.strip())
+    if not match:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 64MiB, 512KiB, 1GiB)")
+    size = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    if size < MIN_RESPONSE_BYTES:
+        raise click.BadParameter(f"{value!r} is below {MIN_RESPONSE_BYTES // 1024} KiB, too small for discovery")
+    return size
 
+
+def expected_clusters(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The --expect-cluster values (each may be comma-separated, as EXPECT_CLUSTER is).
+
+    Given, but with nothing in it (`--expect-cluster ""`, `EXPECT_CLUSTER=", ,"`), is a usage
+    error: silently running without the guard is exactly what the option exists to prevent.
+    """
+    expected = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+    if values and not expected:
+        from auditor.sources.live.safe_text import printable
+
+        shown = printable(", ".join(repr(value) for value in values))
+        raise click.UsageError(f"--expect-cluster / EXPECT_CLUSTER is set but names no cluster ({shown}): give a "
+                               "fingerprint or a posture label, or unset it")
+    return expected
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """The options naming the cluster(s) to read and bounding how (docs/live.md, "Connecting")."""
+
+    kubeconfig: str | None
+    contexts: tuple[str, ...]
+    all_contexts: bool
+    timeout: float | None
+    exec_timeout: float | None
+    max_response_size: int
+    max_pages: int
+    expect: tuple[str, ...]
+    concurrency: int
+    chunk_size: int
+    max_chunk_size: int
+    max_retries: int
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _cluster_option_decorators(fleet: bool) -> list[Decorator]:
+    context_help = ("Kubeconfig context to audit (default: the current one); repeat it to audit a fleet."
+                    if fleet else "Kubeconfig context to read (default: the current one).")
+    decorators: list[Decorator] = [
+        click.option("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without "
+                          "either, the pod's service account)."),
+        click.option("--context", "contexts", metavar="NAME", multiple=fleet, help=context_help),
+        click.option("--request-timeout", default="30s", show_default=True, callback=_parse_timeout,
+                     metavar="DURATION", help="The most one request (each retry alike) may take, connecting "
+                                              "and reading the whole answer included (0: no limit)."),
+        click.option("--exec-timeout", default="60s", show_default=True, callback=_parse_timeout,
+                     metavar="DURATION", help="The most a kubeconfig exec credential plugin may run (0: no limit)."),
+        click.option("--max-response-size", default="64MiB", show_default=True, callback=_parse_size,
+                     metavar="SIZE", help="The largest answer read; a larger one fails what it was for."),
+        click.option("--max-pages", type=click.IntRange(1), default=1000, show_default=True,
+                     help="The most pages one list may take (re-lists included)."),
+        click.option("--expect-cluster", "expect_cluster", metavar="VALUE", multiple=True, envvar="EXPECT_CLUSTER",
+                     help="Refuse to audit unless the cluster's fingerprint, or its label in the posture file "
+                          "(clusters:), is VALUE (repeatable; env EXPECT_CLUSTER)."),
+        click.option("--concurrency", type=click.IntRange(1, 64), default=8, show_default=True,
+                     help="Kinds listed at once (per cluster)."),
+        click.option("--chunk-size", type=click.IntRange(0), default=500, show_default=True,
+                     help="Objects in a list's first page (limit/continue; 0: unpaginated)."),
+        click.option("--max-chunk-size", type=click.IntRange(1), default=5000, show_default=True,
+                     help="Objects in a later page, which is sized to what the server says is left."),
+        click.option("--max-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+                     help="Retries of a request that got 429, 5xx, a timeout or a dropped connection."),
+    ]
+    if fleet:
+        decorators.append(click.option("--all-contexts", is_flag=True,
+                                       help="Audit every context of the kubeconfig (a fleet)."))
+    return decorators
+
+
+def _cluster_options_from(kwargs: dict[str, Any]) -> ClusterOptions:
+    """Pop the cluster options out of a command's keyword arguments."""
+    contexts = kwargs.pop("contexts")
+    if isinstance(contexts, str):
+        contexts = (contexts,)
+    return ClusterOptions(
+        kubeconfig=kwargs.pop("kubeconfig"),
+        contexts=tuple(contexts or ()),
+        all_contexts=kwargs.pop("all_contexts", False),
+        timeout=kwargs.pop("request_timeout"),
+        exec_timeout=kwargs.pop("exec_timeout"),
+        max_response_size=kwargs.pop("max_response_size"),
+        max_pages=kwargs.pop("max_pages"),
+        expect=expected_clusters(kwargs.pop("expect_cluster")),
+        concurrency=kwargs.pop("concurrency"),
+        chunk_size=kwargs.pop("chunk_size"),
+        max_chunk_size=kwargs.pop("max_chunk_size"),
+        max_retries=kwargs.pop("max_retries"),
+    )
+
+
+def cluster_options(fleet: bool) -> Callable[[Command], Command]:
+    """Options naming the cluster(s) and bounding how they are read, collected into `cluster: ClusterOptions`."""
+    def decorate(command: Command) -> Command:
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
-            contexts = kwargs.pop("contexts")
-            if isinstance(contexts, str):
-                contexts = (contexts,)
-            kwargs["cluster"] = {
-                "kubeconfig": kwargs.pop("kubeconfig"),
-                "contexts": tuple(contexts or ()),
-                "all_contexts": kwargs.pop("all_contexts", False),
-                "timeout": kwargs.pop("request_timeout"),
-                "expect": tuple(v for value in kwargs.pop("expect_cluster") for v in value.split(",") if v.strip()),
-                "concurrency": kwargs.pop("concurrency"),
-                "chunk_size": kwargs.pop("chunk_size"),
-                "max_retries": kwargs.pop("max_retries"),
-            }
+            kwargs["cluster"] = _cluster_options_from(kwargs)
             return command(**kwargs)
 
-        for decorator in reversed(decorators):
-            wrapper = decorator(wrapper)
-        return wrapper
+        decorated: Callable[..., Any] = wrapper
+        for decorator in reversed(_cluster_option_decorators(fleet)):
+            decorated = decorator(decorated)
+        return decorated  # type: ignore[return-value]  # the same command, with options
     return decorate
 
 
-def _targets(cluster: dict, posture: Any):
+def _targets(cluster: ClusterOptions, posture: Any) -> list[Target]:
     """Resolve the targets, attach posture labels, apply the target guard."""
     from auditor.sources.live import target as target_module
 
-    if cluster["all_contexts"] and cluster["contexts"]:
+    if cluster.all_contexts and cluster.contexts:
         raise click.UsageError("give --context or --all-contexts, not both")
-    targets = target_module.resolve(cluster["kubeconfig"], cluster["contexts"], cluster["all_contexts"],
-                                    concurrency=cluster["concurrency"])
+    targets = target_module.resolve(cluster.kubeconfig, cluster.contexts, cluster.all_contexts,
+                                    concurrency=cluster.concurrency, exec_timeout=cluster.exec_timeout)
     for target in targets:
         target.label = posture.cluster_label(target.fingerprint)
-    target_module.check_expected(targets, cluster["expect"], posture.cluster_labels)
+    target_module.check_expected(targets, cluster.expect, posture.cluster_labels)
     return targets
 
 
-def _read_options(cluster: dict):
+def _read_options(cluster: ClusterOptions) -> ReadOptions:
     from auditor.sources.live.client import RetryPolicy
     from auditor.sources.live.reader import ReadOptions
 
-    return ReadOptions(concurrency=cluster["concurrency"], chunk_size=cluster["chunk_size"],
-                       policy=RetryPolicy(max_retries=cluster["max_retries"], timeout=cluster["timeout"]))
+    return ReadOptions(concurrency=cluster.concurrency, chunk_size=cluster.chunk_size,
+                       max_chunk_size=cluster.max_chunk_size, max_pages=cluster.max_pages,
+                       policy=RetryPolicy(max_retries=cluster.max_retries, timeout=cluster.timeout,
+                                          max_response_bytes=cluster.max_response_size))
 
 
 def kinds_for(rule_set: Any) -> list[str]:
@@ -109,7 +193,7 @@ def kinds_for(rule_set: Any) -> list[str]:
 @audit_options
 @cluster_options(fleet=True)
 @click.pass_context
-def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
+def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> None:
     """Audit a running cluster, or several (a fleet), read-only.
 
     Lists, cluster-wide, exactly the kinds the selected rules read (Secrets
@@ -128,7 +212,7 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
     gks = kinds_for(prepared.rule_set)
     read_options = _read_options(cluster)
     progress = Progress()
-    if len(targets) == 1 and not cluster["all_contexts"]:
+    if len(targets) == 1 and not cluster.all_contexts:
         from auditor.sources.live.reader import read_cluster
 
         try:
@@ -143,22 +227,26 @@ def live(ctx: click.Context, options: AuditOptions, cluster: dict) -> None:
         reads = read_fleet(targets, gks, read_options, progress)
     finally:
         progress.close()
+    from auditor.sources.live.safe_text import printable
+
     for read in reads:
         if read.error:
-            click.echo(f"audit: error: {read.error} (its rules report errors; the others are audited)", err=True)
+            click.echo(printable(f"audit: error: {read.error} (its rules report errors; the others are audited)"),
+                       err=True)
     merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
     ctx.exit(report(merged, prepared, options))
 
 
 @click.command()
-@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the snapshot (- for standard output).")
+@click.option("-o", "--output", required=True, metavar="FILE",
+              help="Where to write the snapshot (- for standard output).")
 @cluster_options(fleet=False)
 @click.option("--posture", "posture_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Posture file, for cluster labels (default: ./audit-posture.yaml if present).")
 @click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Read only what this rule reads (repeatable).")
 @click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", help="Do not read for this rule (repeatable).")
 @click.pass_context
-def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str | None,
+def snapshot(ctx: click.Context, output: str, cluster: ClusterOptions, posture_file: str | None,
              only_rules: tuple[str, ...], skip_rules: tuple[str, ...]) -> None:
     """Write what `audit live` reads to FILE, to audit later (`audit FILE`).
 
@@ -173,6 +261,7 @@ def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str |
     from auditor.sources.live import dump
     from auditor.sources.live.progress import Progress
     from auditor.sources.live.reader import read_cluster
+    from auditor.sources.live.safe_text import printable
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
     posture_config = posture.load(posture_file or posture.default_path())
@@ -186,13 +275,14 @@ def snapshot(ctx: click.Context, output: str, cluster: dict, posture_file: str |
     dump.write(output, snap, dump.now(), result.counts)
     failed = {gk: c for gk, c in snap.listed.items() if c.state is CoverageState.FAILED}
     not_served = sum(1 for c in snap.listed.values() if c.state is CoverageState.NOT_SERVED)
-    info = snap.cluster
+    info = snap.cluster if snap.cluster is not None else targets[0].cluster_info()  # a live read always has it
     name = f"{info.context}" + (f" ({info.label})" if info.label else "")
-    click.echo(f"audit: wrote {output}: {len(snap):,} objects of {len(snap.listed) - not_served - len(failed)} kinds "
-               f"from {name}, {info.server}, Kubernetes {info.version}, fingerprint {info.fingerprint}; "
-               f"{not_served} kinds not served", err=True)
+    click.echo(printable(f"audit: wrote {output}: {len(snap):,} objects of "
+                         f"{len(snap.listed) - not_served - len(failed)} kinds from {name}, {info.server}, "
+                         f"Kubernetes {info.version}, fingerprint {info.fingerprint}; {not_served} kinds not served"),
+               err=True)
     for coverage in failed.values():
-        click.echo(f"audit: error: {coverage.reason}", err=True)
+        click.echo(printable(f"audit: error: {coverage.reason}"), err=True)
     ctx.exit(EXIT_INCOMPLETE if failed else EXIT_OK)
 
 
@@ -212,7 +302,8 @@ def rbac(only_rules: tuple[str, ...], skip_rules: tuple[str, ...], name: str, na
     from auditor.sources.live import rbac as rbac_module
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
-    command = "audit rbac" + "".join(f" --rule {r}" for r in only_rules) + "".join(f" --skip-rule {r}" for r in skip_rules)
+    command = ("audit rbac" + "".join(f" --rule {r}" for r in only_rules)
+               + "".join(f" --skip-rule {r}" for r in skip_rules))
     try:
         text = rbac_module.render(rule_set.rules, name, namespace, command=command)
     except rbac_module.UnknownKinds as error:

@@ -9,9 +9,10 @@ body for an authorized GET.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Mapping
+from typing import Any
 
 from . import discovery
 from .discovery import ServerVersion
@@ -182,10 +183,10 @@ class ApiCore:
         if parts[:2] == ["api", "v1"] and len(parts) == 2:
             return _json(discovery.resource_list(self.registry, "", "v1"))
         if parts and parts[0] == "apis" and len(parts) == 2:
-            doc = discovery.api_group(self.registry, parts[1])
-            if doc is None:
+            group_doc = discovery.api_group(self.registry, parts[1])
+            if group_doc is None:
                 raise not_found_path()
-            return _json(doc)
+            return _json(group_doc)
         if parts and parts[0] == "apis" and len(parts) == 3:
             if not self.registry.has_group_version(parts[1], parts[2]):
                 raise not_found_path()
@@ -197,12 +198,11 @@ class ApiCore:
         rtype = self.registry.lookup(info.group, info.version, info.resource)
         if rtype is None or (info.legacy != (info.group == "")):
             raise not_found_path()
-        if info.namespace and not rtype.namespaced:
-            # /api/v1/namespaces/NAME is the namespace itself; any other
-            # cluster-scoped resource under a namespace does not exist.
-            if not (rtype.plural == "namespaces" and info.name == info.namespace
-                    and info.verb == "get"):
-                raise not_found_path()
+        # /api/v1/namespaces/NAME is the namespace itself; any other
+        # cluster-scoped resource under a namespace does not exist.
+        if info.namespace and not rtype.namespaced and not (
+                rtype.plural == "namespaces" and info.name == info.namespace and info.verb == "get"):
+            raise not_found_path()
         if info.subresource and info.subresource not in rtype.subresources:
             raise not_found_path()
         return rtype
@@ -264,7 +264,7 @@ class ApiCore:
         if include not in INCLUDE_OBJECT_VALUES:
             raise bad_request(f"includeObject: Unsupported value: \"{include}\"")
         page = self.store.list(rtype, namespace, labels, fields, limit, _first(query, "continue"))
-        list_meta: dict = {"resourceVersion": page.resource_version}
+        list_meta: dict[str, Any] = {"resourceVersion": page.resource_version}
         if page.continue_token:
             list_meta["continue"] = page.continue_token
         if page.remaining is not None:

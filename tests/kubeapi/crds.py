@@ -5,7 +5,8 @@ for registering custom kinds in tests."""
 from __future__ import annotations
 
 import uuid
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .resources import version_priority
 
@@ -21,16 +22,16 @@ def make_crd(group: str, kind: str, plural: str, versions: Sequence[str], *,
              storage: str | None = None, served: Sequence[str] | None = None,
              scope: str = "Namespaced", singular: str | None = None,
              short_names: Sequence[str] = (), categories: Sequence[str] = (),
-             printer_columns: Mapping[str, Sequence[Mapping]] | Sequence[Mapping] = (),
+             printer_columns: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping[str, Any]] = (),
              status_subresource: bool = True, stored_versions: Sequence[str] | None = None,
-             created: str = "2024-05-02T09:14:27Z", resource_version: str = "1042") -> dict:
+             created: str = "2024-05-02T09:14:27Z", resource_version: str = "1042") -> dict[str, Any]:
     """Build an apiextensions.k8s.io/v1 CRD.  `storage` defaults to the
     highest-priority version; `served` to all; `printer_columns` is either one
     list for every version or a {version: [columns]} mapping."""
     storage = storage or sorted(versions, key=version_priority)[0]
     served_set = set(versions if served is None else served)
     singular = singular or kind.lower()
-    names: dict = {"categories": list(categories)} if categories else {}
+    names: dict[str, Any] = {"categories": list(categories)} if categories else {}
     names.update({"kind": kind, "listKind": f"{kind}List", "plural": plural})
     if short_names:
         names["shortNames"] = list(short_names)
@@ -38,7 +39,7 @@ def make_crd(group: str, kind: str, plural: str, versions: Sequence[str], *,
     vdocs = []
     for v in versions:
         cols = printer_columns.get(v, ()) if isinstance(printer_columns, Mapping) else printer_columns
-        vdoc: dict = {}
+        vdoc: dict[str, Any] = {}
         if cols:
             vdoc["additionalPrinterColumns"] = [dict(c) for c in cols]
         vdoc.update({

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from .resources import STATUS_VERBS, ResourceRegistry, ResourceType
 
@@ -27,9 +28,9 @@ class ServerVersion:
     go_version: str = "go1.23.6"
     platform: str = "linux/amd64"
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         core = self.git_version.lstrip("v").split("-")[0].split("+")[0]
-        major, minor = (core.split(".") + ["0", "0"])[:2]
+        major, minor = ([*core.split("."), "0", "0"])[:2]
         return {
             "major": major, "minor": minor, "gitVersion": self.git_version,
             "gitCommit": self.git_commit, "gitTreeState": "clean", "buildDate": self.build_date,
@@ -44,8 +45,8 @@ def _storage_version_hash(rtype: ResourceType) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
-def _legacy_resources(rtype: ResourceType) -> list[dict]:
-    main: dict = {
+def _legacy_resources(rtype: ResourceType) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
         "name": rtype.plural, "singularName": rtype.singular, "namespaced": rtype.namespaced,
         "kind": rtype.kind, "verbs": list(rtype.verbs),
     }
@@ -62,13 +63,13 @@ def _legacy_resources(rtype: ResourceType) -> list[dict]:
     return out
 
 
-def resource_list(registry: ResourceRegistry, group: str, version: str) -> dict:
-    resources: list[dict] = []
+def resource_list(registry: ResourceRegistry, group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
     for rtype in registry.types_in(group, version):
         resources.extend(_legacy_resources(rtype))
     resources.sort(key=lambda r: r["name"])
     gv = version if not group else f"{group}/{version}"
-    doc: dict = {"kind": "APIResourceList"}
+    doc: dict[str, Any] = {"kind": "APIResourceList"}
     if group:
         # The legacy /api/v1 document has no apiVersion; group ones do.
         doc["apiVersion"] = "v1"
@@ -76,32 +77,32 @@ def resource_list(registry: ResourceRegistry, group: str, version: str) -> dict:
     return doc
 
 
-def api_versions(server_address: str) -> dict:
+def api_versions(server_address: str) -> dict[str, Any]:
     return {"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
                                             "serverAddress": server_address}]}
 
 
-def _group_entry(group: str, versions: list[str]) -> dict:
+def _group_entry(group: str, versions: list[str]) -> dict[str, Any]:
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list(registry: ResourceRegistry) -> dict:
+def api_group_list(registry: ResourceRegistry) -> dict[str, Any]:
     groups = [_group_entry(g, vs) for g, vs in registry.groups() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(registry: ResourceRegistry, group: str) -> dict | None:
+def api_group(registry: ResourceRegistry, group: str) -> dict[str, Any] | None:
     for g, vs in registry.groups():
         if g == group and g:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(g, vs)}
     return None
 
 
-def _aggregated_resource(rtype: ResourceType, version: str) -> dict:
+def _aggregated_resource(rtype: ResourceType, version: str) -> dict[str, Any]:
     kind = {"group": rtype.group, "version": version, "kind": rtype.kind}
-    res: dict = {
+    res: dict[str, Any] = {
         "resource": rtype.plural, "responseKind": kind,
         "scope": "Namespaced" if rtype.namespaced else "Cluster",
         "singularResource": rtype.singular, "verbs": list(rtype.verbs),
@@ -116,7 +117,7 @@ def _aggregated_resource(rtype: ResourceType, version: str) -> dict:
     return res
 
 
-def aggregated(registry: ResourceRegistry, legacy: bool, disc_version: str) -> dict:
+def aggregated(registry: ResourceRegistry, legacy: bool, disc_version: str) -> dict[str, Any]:
     """`APIGroupDiscoveryList` for /api (legacy=True) or /apis."""
     items = []
     for group, versions in registry.groups():
@@ -127,7 +128,7 @@ def aggregated(registry: ResourceRegistry, legacy: bool, disc_version: str) -> d
             resources = sorted((_aggregated_resource(t, v) for t in registry.types_in(group, v)),
                                key=lambda r: r["resource"])
             vdocs.append({"version": v, "resources": resources, "freshness": "Current"})
-        meta: dict = {"creationTimestamp": None}
+        meta: dict[str, Any] = {"creationTimestamp": None}
         if group:
             meta = {"name": group, "creationTimestamp": None}
         items.append({"metadata": meta, "versions": vdocs})

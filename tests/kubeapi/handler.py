@@ -8,17 +8,21 @@ authorization (403) -> routing (404) -> the answer.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import socket
 import ssl
 import time
 import traceback
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import status
 from .api import RequestInfo, Response, encode, parse_request_info
+from .faults import Fault
 from .resources import ResourceType
 from .store import ContinueToken
 
@@ -32,9 +36,13 @@ class KubeApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as Go's transport expects
     timeout = 30  # idle keep-alive connections are closed after this
 
+    _fired: tuple[str, ...] = ()
+    _answer_fault: Fault | None = None
+
     @property
-    def app(self) -> "KubeApiServer":
-        return self.server.app  # type: ignore[attr-defined]
+    def app(self) -> KubeApiServer:
+        app: KubeApiServer = self.server.app  # type: ignore[attr-defined]
+        return app
 
     def handle(self) -> None:
         # The TLS handshake runs here, in the connection's own thread, so a
@@ -45,13 +53,13 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             return
         try:
             super().handle()
-        except (ConnectionError, ssl.SSLError, socket.timeout, TimeoutError):
+        except (ConnectionError, ssl.SSLError, TimeoutError):
             self.close_connection = True
 
     def version_string(self) -> str:
         return "kubeapi-test"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass  # the request log replaces stderr access logs
 
     # Every method funnels into one place; only GET/HEAD can succeed.
@@ -76,7 +84,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         elif length > 0:
             self.rfile.read(length)
 
-    def _authenticate(self) -> "User":
+    def _authenticate(self) -> User:
         auth = self.headers.get("Authorization", "")
         scheme, _, token = auth.partition(" ")
         user = self.app.user_for_token(token.strip()) if scheme.lower() == "bearer" else None
@@ -84,7 +92,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             raise status.unauthorized()
         return user
 
-    def _authorize(self, user: "User", info: RequestInfo) -> None:
+    def _authorize(self, user: User, info: RequestInfo) -> None:
         policy = user.policy
         if policy is None:
             return
@@ -103,7 +111,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             raise status.forbidden_resource(rtype, user.name, info.verb, info.subresource,
                                             info.namespace, info.name)
 
-    def _apply_fault(self, info: RequestInfo, query: dict) -> None:
+    def _apply_fault(self, info: RequestInfo, query: dict[str, Any]) -> None:
         """Sleep for latency faults and raise for 429/500/410; a drop is
         remembered on self and happens while sending the answer."""
         has_continue = bool(query.get("continue", [""])[0])
@@ -123,7 +131,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         if f.kind == "expired":
             old = ContinueToken.decode(query["continue"][0])
             raise status.expired_continue(ContinueToken(-1, old.start).encode())
-        self._drop = f
+        self._answer_fault = f  # drop, answer, rewrite, huge, trickle: applied to the answer
 
     def _handle(self) -> None:
         self.app.enter_request()
@@ -133,8 +141,8 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             self.app.leave_request()
 
     def _handle_request(self) -> None:
-        self._fired: tuple[str, ...] = ()
-        self._drop = None
+        self._fired = ()
+        self._answer_fault = None
         split = urlsplit(self.path)
         path = unquote(split.path) or "/"
         query = parse_qs(split.query, keep_blank_values=True)
@@ -161,8 +169,11 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             resp = Response(err.code, encode(err.body()), headers=err.headers)
         except Exception:  # a bug in the fake server must not look like a cluster answer
             self.app.record_error(traceback.format_exc())
-            err = status.internal_error("kubeapi test server bug; see server.errors")
-            resp = Response(500, encode(err.body()))
+            bug = status.internal_error("kubeapi test server bug; see server.errors")
+            resp = Response(500, encode(bug.body()))
+        fault = self._answer_fault
+        if fault is not None and (fault.kind == "answer" or (fault.kind == "rewrite" and resp.status == 200)):
+            resp = _changed_answer(resp, fault)
         # Record before answering: a client that has its answer must find
         # the request in the log (recording after would race with it).
         self.app.log.record(self.command, path, query, resp.status,
@@ -170,30 +181,115 @@ class KubeApiHandler(BaseHTTPRequestHandler):
                             user_name, self._fired)
         self._send(resp)
 
-    def _send(self, resp: Response) -> None:
+    def _headers(self, resp: Response, length: int | None) -> None:
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
-        self.send_header("Content-Length", str(len(resp.body)))
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Audit-Id", str(uuid.uuid4()))
         for k, v in resp.headers.items():
             self.send_header(k, v)
         if self.close_connection:
             self.send_header("Connection", "close")
+
+    def _send(self, resp: Response) -> None:
+        fault = self._answer_fault
+        if fault is not None and fault.kind == "huge":
+            self._send_huge(resp, fault)
+            return
+        self._headers(resp, len(resp.body))
+        if fault is not None and fault.kind == "trickle":
+            self._send_trickle(resp, fault)
+            return
         self.end_headers()
         if self.command == "HEAD":
             return
-        if self._drop is None:
+        if fault is None or fault.kind != "drop":
             self.wfile.write(resp.body)
             return
         # Dropped mid-body: headers promise the full length, the peer gets a
         # prefix and then a TCP shutdown without TLS close_notify.
-        cut = self._drop.drop_after_bytes
+        cut = fault.drop_after_bytes
         cut = len(resp.body) // 2 if cut is None else min(cut, max(len(resp.body) - 1, 0))
         self.wfile.write(resp.body[:cut])
         self.wfile.flush()
+        self._hang_up()
+
+    def _hang_up(self) -> None:
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
-        except OSError:
-            pass
+
+    def _send_huge(self, resp: Response, fault: Fault) -> None:
+        """A valid list of about `huge_bytes` bytes, generated while it is sent."""
+        body = HugeList(fault.huge_bytes, fault.list_kind, fault.api_version)
+        self._headers(Response(200, b""), None if fault.chunked else body.length)
+        self.end_headers()
+        for part in body.parts():
+            if fault.chunked:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            else:
+                self.wfile.write(part)
+        if fault.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _send_trickle(self, resp: Response, fault: Fault) -> None:
+        """The answer (headers too, if asked) a few bytes at a time, for a bounded time."""
+        head = b""
+        if fault.trickle_headers:
+            buffered: list[bytes] = getattr(self, "_headers_buffer", [])  # BaseHTTPRequestHandler's
+            head = b"".join(buffered) + b"\r\n"
+            buffered.clear()
+        else:
+            self.end_headers()
+        data = head + resp.body
+        stop = time.monotonic() + fault.trickle_for
+        for start in range(0, len(data), max(1, fault.trickle_bytes)):
+            if time.monotonic() > stop:
+                self._hang_up()
+                return
+            self.wfile.write(data[start:start + fault.trickle_bytes])
+            self.wfile.flush()
+            time.sleep(fault.trickle_interval)
+
+
+class HugeList:
+    """`{"kind": LIST_KIND, ..., "items": [ ... ]}` of about `size` bytes, in parts."""
+
+    PART_ITEMS = 256
+
+    def __init__(self, size: int, list_kind: str, api_version: str) -> None:
+        self.prefix = encode({"kind": list_kind, "apiVersion": api_version,
+                              "metadata": {"resourceVersion": "1"}})[:-2] + b',"items":['
+        self.suffix = b"]}\n"
+        sample = self._item(0)
+        self.count = max(1, (size - len(self.prefix) - len(self.suffix)) // (len(sample) + 1))
+        self.length = len(self.prefix) + self.count * (len(sample) + 1) - 1 + len(self.suffix)
+
+    @staticmethod
+    def _item(index: int) -> bytes:
+        return (b'{"metadata":{"name":"huge-%010d","namespace":"huge"},"spec":{"type":"ClusterIP",'
+                b'"padding":"' % index + b"x" * 900 + b'"}}')
+
+    def parts(self) -> Iterator[bytes]:
+        yield self.prefix
+        for first in range(0, self.count, self.PART_ITEMS):
+            last = min(self.count, first + self.PART_ITEMS)
+            yield b",".join(self._item(i) for i in range(first, last)) + (b"," if last < self.count else b"")
+        yield self.suffix
+
+
+def _changed_answer(resp: Response, fault: Fault) -> Response:
+    if fault.kind == "answer":
+        body = fault.body if isinstance(fault.body, bytes) else encode(fault.body)
+        return Response(fault.status, body, fault.content_type)
+    assert fault.rewrite_with is not None
+    try:
+        document = json.loads(resp.body)
+    except ValueError:
+        return resp
+    return Response(resp.status, encode(fault.rewrite_with(document, fault.fired - 1)), resp.content_type,
+                    resp.headers)

@@ -18,8 +18,9 @@ system:public-info-viewer are bound to every authenticated user).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class PolicyRule:
     non_resource_urls: tuple[str, ...] = ()
 
     @classmethod
-    def from_manifest(cls, rule: Mapping) -> "PolicyRule":
+    def from_manifest(cls, rule: Mapping[str, Any]) -> PolicyRule:
         return cls(
             verbs=tuple(rule.get("verbs") or ()),
             api_groups=tuple(rule.get("apiGroups") or ()),
@@ -72,7 +73,7 @@ class PolicyRule:
         return False
 
 
-def rules_of(roles: Iterable[Mapping]) -> tuple[PolicyRule, ...]:
+def rules_of(roles: Iterable[Mapping[str, Any]]) -> tuple[PolicyRule, ...]:
     """Rules of Role/ClusterRole manifests (aggregationRule is ignored: pass
     the aggregated rules explicitly, as the controller would have filled them)."""
     out: list[PolicyRule] = []
@@ -99,8 +100,8 @@ class RbacPolicy:
     namespace_rules: Mapping[str, tuple[PolicyRule, ...]] = field(default_factory=dict)
 
     @classmethod
-    def from_roles(cls, cluster_roles: Sequence[Mapping] = (),
-                   namespace_roles: Mapping[str, Sequence[Mapping]] | None = None) -> "RbacPolicy":
+    def from_roles(cls, cluster_roles: Sequence[Mapping[str, Any]] = (),
+                   namespace_roles: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> RbacPolicy:
         ns = {k: rules_of(v) for k, v in (namespace_roles or {}).items()}
         return cls(rules_of(cluster_roles), ns)
 

@@ -9,8 +9,9 @@ one fake API server serves; it answers "which type lives at this URL" and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any
 
 # The verbs the real API server advertises for a plain read/write resource.
 # We advertise the real verbs even though this server only answers reads:
@@ -162,7 +163,7 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
     return (rank, -major, -minor, "")
 
 
-def _printer_columns(version: Mapping) -> tuple[PrinterColumn, ...]:
+def _printer_columns(version: Mapping[str, Any]) -> tuple[PrinterColumn, ...]:
     cols = []
     for c in version.get("additionalPrinterColumns") or ():
         cols.append(PrinterColumn(
@@ -173,7 +174,7 @@ def _printer_columns(version: Mapping) -> tuple[PrinterColumn, ...]:
     return tuple(cols)
 
 
-def resource_type_from_crd(crd: Mapping) -> ResourceType | None:
+def resource_type_from_crd(crd: Mapping[str, Any]) -> ResourceType | None:
     """Build the served type of an apiextensions.k8s.io/v1 CRD manifest.
 
     Returns None when no version is served (the real server then serves

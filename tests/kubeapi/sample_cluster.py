@@ -10,6 +10,7 @@ fields and status.  Values are from documentation ranges (192.0.2.0/24,
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from .crds import make_crd, stable_uid
 
@@ -18,8 +19,8 @@ SECRET_USERNAME = "svc_ledger_rw"
 SECRET_PASSWORD = "s3cr3t-Pa55w0rd-do-not-leak"
 
 
-def _meta(name: str, namespace: str | None, rv: int, created: str = CREATED, **extra) -> dict:
-    meta: dict = {"creationTimestamp": created}
+def _meta(name: str, namespace: str | None, rv: int, created: str = CREATED, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"creationTimestamp": created}
     meta.update(extra)
     meta["name"] = name
     if namespace is not None:
@@ -29,7 +30,7 @@ def _meta(name: str, namespace: str | None, rv: int, created: str = CREATED, **e
     return meta
 
 
-def namespace(name: str, rv: int, created: str = CREATED) -> dict:
+def namespace(name: str, rv: int, created: str = CREATED) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Namespace",
         "metadata": _meta(name, None, rv, created, labels={"kubernetes.io/metadata.name": name}),
@@ -39,8 +40,8 @@ def namespace(name: str, rv: int, created: str = CREATED) -> dict:
 
 
 def _port(name: str | None, port: int, target: int | str, protocol: str = "TCP",
-          node_port: int | None = None) -> dict:
-    p: dict = {}
+          node_port: int | None = None) -> dict[str, Any]:
+    p: dict[str, Any] = {}
     if name:
         p["name"] = name
     if node_port:
@@ -50,11 +51,11 @@ def _port(name: str | None, port: int, target: int | str, protocol: str = "TCP",
 
 
 def service(name: str, ns: str, rv: int, svc_type: str = "ClusterIP", cluster_ip: str = "",
-            ports: list[dict] | None = None, selector: dict | None = None,
-            labels: dict | None = None, annotations: dict | None = None,
+            ports: list[dict[str, Any]] | None = None, selector: dict[str, Any] | None = None,
+            labels: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
             lb_ip: str | None = None, external_name: str | None = None,
-            managed_by: str | None = None, created: str = CREATED) -> dict:
-    extra: dict = {}
+            managed_by: str | None = None, created: str = CREATED) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
     if annotations:
         extra["annotations"] = annotations
     if labels:
@@ -67,7 +68,7 @@ def service(name: str, ns: str, rv: int, svc_type: str = "ClusterIP", cluster_ip
                          "f:spec": {"f:ports": {".": {}}, "f:selector": {}, "f:type": {}}},
             "manager": managed_by, "operation": "Update", "time": created,
         }]
-    spec: dict = {}
+    spec: dict[str, Any] = {}
     if svc_type == "ExternalName":
         spec = {"externalName": external_name, "sessionAffinity": "None", "type": "ExternalName"}
     else:
@@ -81,7 +82,7 @@ def service(name: str, ns: str, rv: int, svc_type: str = "ClusterIP", cluster_ip
         if selector:
             spec["selector"] = selector
         spec.update({"sessionAffinity": "None", "type": svc_type})
-    status: dict = {"loadBalancer": {}}
+    status: dict[str, Any] = {"loadBalancer": {}}
     if lb_ip:
         status = {"loadBalancer": {"ingress": [{"ip": lb_ip, "ipMode": "VIP"}]}}
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec,
@@ -92,13 +93,22 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def sample_snapshot() -> list[dict]:
+def sample_snapshot() -> list[dict[str, Any]]:
     """Objects of a small cluster, in no particular order (the server sorts)."""
-    objs: list[dict] = [
+    return [*_namespaces(), *_services(), *_config_and_secrets(), *_cilium(), *_uninstalled_kinds()]
+
+
+def _namespaces() -> list[dict[str, Any]]:
+    return [
         namespace("default", 15, "2024-05-02T09:10:02Z"),
         namespace("kube-system", 4, "2024-05-02T09:10:00Z"),
         namespace("shop", 2210),
         namespace("staging", 2214),
+    ]
+
+
+def _services() -> list[dict[str, Any]]:
+    return [
         service("kubernetes", "default", 231, cluster_ip="10.96.0.1",
                 ports=[_port("https", 443, 6443)],
                 labels={"component": "apiserver", "provider": "kubernetes"},
@@ -138,6 +148,11 @@ def sample_snapshot() -> list[dict]:
         service("frontend", "staging", 2402, cluster_ip="10.96.7.140",
                 ports=[_port("http", 80, 8080)], selector={"app": "frontend"},
                 labels={"app": "frontend", "tier": "web"}),
+    ]
+
+
+def _config_and_secrets() -> list[dict[str, Any]]:
+    return [
         {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": _meta("cilium-config", "kube-system", 1150,
@@ -181,6 +196,11 @@ def sample_snapshot() -> list[dict]:
                                   "time": CREATED}]),
             "data": {"password": _b64(SECRET_PASSWORD), "username": _b64(SECRET_USERNAME)},
         },
+    ]
+
+
+def _cilium() -> list[dict[str, Any]]:
+    return [
         make_crd("cilium.io", "CiliumLoadBalancerIPPool", "ciliumloadbalancerippools",
                  ["v2", "v2alpha1"], storage="v2", scope="Cluster",
                  short_names=["ippools", "ippool", "lbippool", "lbippools"],
@@ -208,6 +228,11 @@ def sample_snapshot() -> list[dict]:
                          "key": "node-role.kubernetes.io/control-plane",
                          "operator": "DoesNotExist"}]}},
         },
+    ]
+
+
+def _uninstalled_kinds() -> list[dict[str, Any]]:
+    return [
         # A Gateway whose CRD is not installed: the server must not serve it.
         {
             "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
@@ -216,12 +241,11 @@ def sample_snapshot() -> list[dict]:
                      "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
         },
     ]
-    return objs
 
 
 def _pool(name: str, api_version: str, rv: int, cidr: str, avail: str,
-          selector: dict | None = None) -> dict:
-    spec: dict = {"blocks": [{"cidr": cidr}], "disabled": False}
+          selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"blocks": [{"cidr": cidr}], "disabled": False}
     if selector:
         spec["serviceSelector"] = selector
     return {
@@ -241,7 +265,7 @@ def _pool(name: str, api_version: str, rv: int, cidr: str, avail: str,
     }
 
 
-def auditor_cluster_role() -> dict:
+def auditor_cluster_role() -> dict[str, Any]:
     """The read-only ClusterRole an exposure auditor would be bound to: it
     may list Services, LB pools and L2 policies, read only the cilium-config
     ConfigMap, and list Secrets (which it does metadata-only)."""

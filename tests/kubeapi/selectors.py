@@ -10,8 +10,9 @@ server indexes for some kinds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any
 
 
 class SelectorError(ValueError):
@@ -81,78 +82,94 @@ def _is_word(tok: str | None) -> bool:
     return tok is not None and tok not in ("!", "=", "==", "!=", "(", ")", ",", "<", ">")
 
 
+def _fail(msg: str) -> SelectorError:
+    return SelectorError(f"unable to parse requirement: {msg}")
+
+
+class _Tokens:
+    """A cursor over a label selector's tokens."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str | None:
+        tok = self.peek()
+        self.pos += 1
+        return tok
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= len(self.tokens)
+
+
+def _value_set(toks: _Tokens, op: str) -> tuple[str, ...]:
+    """`(a, b, c)` after `in` / `notin`."""
+    if toks.peek() != "(":
+        raise _fail(f"found '{toks.peek() or ''}', expected: '('")
+    toks.take()
+    values: list[str] = []
+    while True:
+        tok = toks.take()
+        if tok is None:
+            raise _fail("found '', expected: ',', ')' or identifier")
+        if tok == ")":
+            break
+        if tok == ",":
+            continue
+        if not _is_word(tok):
+            raise _fail(f"found '{tok}', expected: ',', ')' or identifier")
+        values.append(tok)
+    if not values and op == "in":
+        raise _fail("for 'in', 'notin' operators, values set can't be empty")
+    return tuple(values)
+
+
+def _requirement(toks: _Tokens) -> LabelRequirement:
+    """One requirement: `!key`, `key`, `key=v`, `key!=v`, `key>1`, `key in (a,b)`..."""
+    if toks.peek() == "!":
+        toks.take()
+        key = toks.peek()
+        if key is None or not _is_word(key):
+            raise _fail(f"found '{key or ''}', expected: identifier")
+        toks.take()
+        return LabelRequirement(key, "!")
+    key = toks.peek()
+    if key is None or not _is_word(key):
+        raise _fail(f"found '{key}', expected: !, identifier, or 'end of string'")
+    toks.take()
+    op = toks.peek()
+    if op is None or op == ",":
+        return LabelRequirement(key, "exists")
+    toks.take()
+    if op in ("=", "==", "!="):
+        value = toks.take() if _is_word(toks.peek()) else ""
+        return LabelRequirement(key, "!=" if op == "!=" else "=", (value or "",))
+    if op in (">", "<"):
+        value = toks.peek()
+        if value is None or not _is_word(value) or not value.lstrip("-").isdigit():
+            raise _fail(f"for 'gt', 'lt' operators, the value must be an integer, got '{value}'")
+        toks.take()
+        return LabelRequirement(key, "gt" if op == ">" else "lt", (value,))
+    if op in ("in", "notin"):
+        return LabelRequirement(key, op, _value_set(toks, op))
+    raise _fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
+
+
 def parse_label_selector(text: str) -> LabelSelector:
     """Parse a `labelSelector` query value; raise SelectorError like the
     server's `unable to parse requirement` 400."""
-    toks = _tokenize(text)
-    pos = 0
+    toks = _Tokens(_tokenize(text))
     reqs: list[LabelRequirement] = []
-
-    def peek() -> str | None:
-        return toks[pos] if pos < len(toks) else None
-
-    def fail(msg: str) -> SelectorError:
-        return SelectorError(f"unable to parse requirement: {msg}")
-
-    while pos < len(toks):
-        if peek() == "!":
-            pos += 1
-            key = peek()
-            if not _is_word(key):
-                raise fail(f"found '{key or ''}', expected: identifier")
-            pos += 1
-            reqs.append(LabelRequirement(key, "!"))
-        else:
-            key = peek()
-            if not _is_word(key):
-                raise fail(f"found '{key}', expected: !, identifier, or 'end of string'")
-            pos += 1
-            op = peek()
-            if op is None or op == ",":
-                reqs.append(LabelRequirement(key, "exists"))
-            elif op in ("=", "==", "!="):
-                pos += 1
-                value = ""
-                if _is_word(peek()):
-                    value = toks[pos]
-                    pos += 1
-                reqs.append(LabelRequirement(key, "!=" if op == "!=" else "=", (value,)))
-            elif op in (">", "<"):
-                pos += 1
-                value = peek()
-                if not _is_word(value) or not value.lstrip("-").isdigit():
-                    raise fail(f"for 'gt', 'lt' operators, the value must be an integer, got '{value}'")
-                pos += 1
-                reqs.append(LabelRequirement(key, "gt" if op == ">" else "lt", (value,)))
-            elif op in ("in", "notin"):
-                pos += 1
-                if peek() != "(":
-                    raise fail(f"found '{peek() or ''}', expected: '('")
-                pos += 1
-                values: list[str] = []
-                while True:
-                    tok = peek()
-                    if tok is None:
-                        raise fail("found '', expected: ',', ')' or identifier")
-                    if tok == ")":
-                        pos += 1
-                        break
-                    if tok == ",":
-                        pos += 1
-                        continue
-                    if not _is_word(tok):
-                        raise fail(f"found '{tok}', expected: ',', ')' or identifier")
-                    values.append(tok)
-                    pos += 1
-                if not values and op == "in":
-                    raise fail("for 'in', 'notin' operators, values set can't be empty")
-                reqs.append(LabelRequirement(key, op, tuple(values)))
-            else:
-                raise fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
-        if pos < len(toks):
-            if toks[pos] != ",":
-                raise fail(f"found '{toks[pos]}', expected: ',' or 'end of string'")
-            pos += 1
+    while not toks.done:
+        reqs.append(_requirement(toks))
+        if not toks.done:
+            if toks.peek() != ",":
+                raise _fail(f"found '{toks.peek()}', expected: ',' or 'end of string'")
+            toks.take()
     return LabelSelector(tuple(reqs))
 
 
@@ -167,7 +184,7 @@ class FieldRequirement:
 class FieldSelector:
     requirements: tuple[FieldRequirement, ...]
 
-    def matches(self, obj: Mapping) -> bool:
+    def matches(self, obj: Mapping[str, Any]) -> bool:
         for r in self.requirements:
             equal = field_value(obj, r.field) == r.value
             if equal == r.negate:
@@ -226,7 +243,7 @@ EXTRA_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-def field_value(obj: Mapping, path: str) -> str:
+def field_value(obj: Mapping[str, Any], path: str) -> str:
     cur: object = obj
     for part in path.split("."):
         if not isinstance(cur, Mapping):
@@ -240,7 +257,7 @@ def field_value(obj: Mapping, path: str) -> str:
 
 
 def check_fields(selector: FieldSelector, group: str, plural: str) -> None:
-    allowed = ("metadata.name", "metadata.namespace") + EXTRA_FIELDS.get((group, plural), ())
+    allowed = ("metadata.name", "metadata.namespace", *EXTRA_FIELDS.get((group, plural), ()))
     for r in selector.requirements:
         if r.field not in allowed:
             raise SelectorError(f'field label not supported: {r.field}')

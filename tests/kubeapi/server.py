@@ -9,6 +9,7 @@ server over a snapshot, running in background threads.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
@@ -16,13 +17,15 @@ import socketserver
 import ssl
 import tempfile
 import threading
+import time
 import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.server import HTTPServer
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .api import ApiCore
 from .discovery import ServerVersion
@@ -57,6 +60,7 @@ class RequestRecord:
     accept: str
     user: str | None  # None when authentication failed
     faults: tuple[str, ...] = ()  # kinds of the faults that fired on it
+    at: float = 0.0  # time.monotonic() when it was answered (recorded just before the answer is sent)
 
     def param(self, name: str) -> str | None:
         vals = self.query.get(name)
@@ -73,7 +77,7 @@ class RequestLog:
     def record(self, method: str, path: str, query: Mapping[str, list[str]], status: int,
                user_agent: str, accept: str, user: str | None, faults: tuple[str, ...]) -> None:
         rec = RequestRecord(method, path, MappingProxyType({k: tuple(v) for k, v in query.items()}),
-                            status, user_agent, accept, user, faults)
+                            status, user_agent, accept, user, faults, time.monotonic())
         with self._lock:
             self._records.append(rec)
 
@@ -95,7 +99,7 @@ class _ThreadingTLSServer(socketserver.ThreadingMixIn, HTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], app: "KubeApiServer", ctx: ssl.SSLContext):
+    def __init__(self, address: tuple[str, int], app: KubeApiServer, ctx: ssl.SSLContext):
         self.app = app
         self._ssl_ctx = ctx
         self._lock = threading.Lock()
@@ -119,7 +123,7 @@ class _ThreadingTLSServer(socketserver.ThreadingMixIn, HTTPServer):
         return self._ssl_ctx.wrap_socket(sock, server_side=True,
                                          do_handshake_on_connect=False), addr
 
-    def process_request(self, request: socket.socket, client_address: object) -> None:
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
         t = threading.Thread(target=self._serve_connection, args=(request, client_address),
                              name=f"kubeapi-conn-{self.server_port}-{next(self._counter)}",
                              daemon=True)
@@ -148,28 +152,26 @@ class _ThreadingTLSServer(socketserver.ThreadingMixIn, HTTPServer):
         with self._lock:
             conns, threads = list(self._conns), list(self._conn_threads)
         for c in conns:
-            try:
-                # Plain TCP shutdown: wakes a thread blocked reading the next
-                # keep-alive request without touching its TLS state.
+            # Plain TCP shutdown: wakes a thread blocked reading the next
+            # keep-alive request without touching its TLS state.
+            with contextlib.suppress(OSError):
                 socket.socket.shutdown(c, socket.SHUT_RDWR)
-            except OSError:
-                pass
         for t in threads:
             t.join(timeout)
         return [t.name for t in threads if t.is_alive()]
 
 
-def _established(crd: Mapping) -> bool:
+def _established(crd: Mapping[str, Any]) -> bool:
     """A CRD is served once Established; a hand-written CRD without status
     counts as established, one whose Established condition is not True
     (e.g. a names conflict) does not."""
     for cond in (crd.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "Established":
-            return cond.get("status") == "True"
+            return bool(cond.get("status") == "True")
     return True
 
 
-def _crd_registrations(objects: Iterable[Mapping]) -> list[ResourceType]:
+def _crd_registrations(objects: Iterable[Mapping[str, Any]]) -> list[ResourceType]:
     out = []
     for obj in objects:
         if obj.get("kind") == "CustomResourceDefinition" and _established(obj) and \
@@ -203,11 +205,11 @@ class KubeApiServer:
     clock: "now" for Table ages.
     """
 
-    def __init__(self, snapshot: object = (), *, extra_crds: Sequence[Mapping] = (),
+    def __init__(self, snapshot: object = (), *, extra_crds: Sequence[Mapping[str, Any]] = (),
                  extra_resources: Sequence[ResourceType] = (), git_version: str = "v1.32.3",
                  token: str = DEFAULT_TOKEN, user: str = DEFAULT_USER,
-                 cluster_role: Mapping | Sequence[Mapping] | None = None,
-                 namespace_roles: Mapping[str, Sequence[Mapping]] | None = None,
+                 cluster_role: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+                 namespace_roles: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                  users: Sequence[User] = (), faults: Iterable[Fault] = (),
                  aggregated_discovery: bool = True,
                  clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
@@ -240,7 +242,7 @@ class KubeApiServer:
         self.pki = make_pki()
 
     # -- lifecycle ----------------------------------------------------------
-    def start(self) -> "KubeApiServer":
+    def start(self) -> KubeApiServer:
         if self._httpd is not None:
             return self
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -273,7 +275,7 @@ class KubeApiServer:
         if stuck:
             raise RuntimeError(f"kubeapi server threads did not stop: {stuck}")
 
-    def __enter__(self) -> "KubeApiServer":
+    def __enter__(self) -> KubeApiServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -303,7 +305,7 @@ class KubeApiServer:
         return KubeconfigContext(name=name, server=self.url, ca_pem=self.ca_pem, token=u.token,
                                  namespace=namespace, user_name=f"{name}-user")
 
-    def write_kubeconfig(self, path: str | os.PathLike,
+    def write_kubeconfig(self, path: str | os.PathLike[str],
                          contexts: Sequence[KubeconfigContext] | None = None,
                          current_context: str | None = None,
                          namespace: str | None = None) -> Path:

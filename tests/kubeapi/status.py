@@ -7,7 +7,8 @@ the python client's ApiException.body) behave as against a real cluster.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .resources import ResourceType
@@ -28,7 +29,7 @@ INCONSISTENT_CONTINUE = (
 class ApiError(Exception):
     """An HTTP error answered with a v1 `Status` body."""
 
-    def __init__(self, code: int, reason: str, message: str, details: Mapping | None = None,
+    def __init__(self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None,
                  headers: Mapping[str, str] | None = None, list_continue: str | None = None):
         super().__init__(message)
         self.code = code
@@ -38,11 +39,11 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
         self.list_continue = list_continue
 
-    def body(self) -> dict:
-        meta: dict = {}
+    def body(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
         if self.list_continue:
             meta["continue"] = self.list_continue
-        out: dict = {
+        out: dict[str, Any] = {
             "kind": "Status", "apiVersion": "v1", "metadata": meta,
             "status": "Failure", "message": self.message, "reason": self.reason,
         }
@@ -52,8 +53,8 @@ class ApiError(Exception):
         return out
 
 
-def _resource_details(rtype: "ResourceType", name: str | None) -> dict:
-    details: dict = {}
+def _resource_details(rtype: ResourceType, name: str | None) -> dict[str, Any]:
+    details: dict[str, Any] = {}
     if name:
         details["name"] = name
     if rtype.group:
@@ -66,7 +67,7 @@ def not_found_path() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
-def not_found_object(rtype: "ResourceType", name: str) -> ApiError:
+def not_found_object(rtype: ResourceType, name: str) -> ApiError:
     return ApiError(404, "NotFound", f'{rtype.qualified} "{name}" not found',
                     _resource_details(rtype, name))
 
@@ -75,7 +76,7 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
-def forbidden_resource(rtype: "ResourceType", user: str, verb: str, subresource: str,
+def forbidden_resource(rtype: ResourceType, user: str, verb: str, subresource: str,
                        namespace: str, name: str) -> ApiError:
     resource = rtype.plural + (f"/{subresource}" if subresource else "")
     subject = rtype.qualified + (f' "{name}"' if name else "")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any
 
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector
@@ -25,15 +26,15 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return "", api_version
 
 
-def normalize_snapshot(snapshot: object) -> list[dict]:
+def normalize_snapshot(snapshot: object) -> list[dict[str, Any]]:
     """Accept what `kubectl get -o json` writes (a `List` with `items`), a
     plain list of object dicts, or a list mixing both; return deep copies."""
     if isinstance(snapshot, Mapping):
         if "items" in snapshot and str(snapshot.get("kind", "List")).endswith("List"):
             return normalize_snapshot(snapshot["items"])
         return [copy.deepcopy(dict(snapshot))]
-    out: list[dict] = []
-    for obj in snapshot or ():  # type: ignore[union-attr]
+    out: list[dict[str, Any]] = []
+    for obj in snapshot or ():  # type: ignore[attr-defined]  # any iterable of objects
         out.extend(normalize_snapshot(obj))
     return out
 
@@ -54,7 +55,7 @@ class ContinueToken:
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, token: str) -> "ContinueToken":
+    def decode(cls, token: str) -> ContinueToken:
         try:
             padded = token + "=" * (-len(token) % 4)
             data = json.loads(base64.urlsafe_b64decode(padded.encode()))
@@ -68,7 +69,7 @@ class ContinueToken:
         return cls(rv=rv, start=start[:-1])
 
 
-def _key(obj: Mapping) -> tuple[str, str]:
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name") or "")
 
@@ -86,15 +87,15 @@ def _key_from_str(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ListPage:
-    items: list[dict]
+    items: list[dict[str, Any]]
     resource_version: str
     continue_token: str | None
     remaining: int | None
 
 
 class ObjectStore:
-    def __init__(self, objects: Iterable[Mapping]):
-        self._by_gk: dict[tuple[str, str], list[dict]] = {}
+    def __init__(self, objects: Iterable[Mapping[str, Any]]):
+        self._by_gk: dict[tuple[str, str], list[dict[str, Any]]] = {}
         max_rv = 0
         for obj in objects:
             api_version, kind = obj.get("apiVersion"), obj.get("kind")
@@ -115,7 +116,7 @@ class ObjectStore:
         # the newest object's resourceVersion.
         self.resource_version = str(max_rv + 1 if max_rv else 1)
 
-    def objects_of(self, group: str, kind: str) -> list[dict]:
+    def objects_of(self, group: str, kind: str) -> list[dict[str, Any]]:
         return self._by_gk.get((group, kind), [])
 
     def kinds(self) -> list[tuple[str, str]]:
@@ -131,7 +132,7 @@ class ObjectStore:
             if not rtype.namespaced and ns:
                 raise ValueError(f"{rtype.kind} {name!r} is cluster-scoped but has namespace {ns!r}")
 
-    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict | None:
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
         for obj in self.objects_of(rtype.group, rtype.kind):
             if _key(obj) == (namespace, name):
                 return obj
@@ -146,7 +147,7 @@ class ObjectStore:
         start_after: tuple[str, str] | None = None
         if continue_token:
             start_after = _key_from_str(ContinueToken.decode(continue_token).start)
-        matched: list[dict] = []
+        matched: list[dict[str, Any]] = []
         for obj in self.objects_of(rtype.group, rtype.kind):
             key = _key(obj)
             if namespace is not None and key[0] != namespace:
@@ -171,7 +172,7 @@ class ObjectStore:
         return ListPage(matched, self.resource_version, token, remaining)
 
 
-def render_item(rtype: ResourceType, version: str, obj: Mapping, in_list: bool) -> dict:
+def render_item(rtype: ResourceType, version: str, obj: Mapping[str, Any], in_list: bool) -> dict[str, Any]:
     """The object as the server encodes it at `version`.
 
     Built-in lists are typed on the real server, and the JSON encoder leaves
@@ -191,7 +192,7 @@ def render_item(rtype: ResourceType, version: str, obj: Mapping, in_list: bool) 
     return rebuilt
 
 
-def partial_metadata(obj: Mapping, api_version: str = "meta.k8s.io/v1") -> dict:
+def partial_metadata(obj: Mapping[str, Any], api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
     """`PartialObjectMetadata`: the object's metadata and nothing else - the
     way to read Secrets without ever receiving their payload."""
     return {"kind": "PartialObjectMetadata", "apiVersion": api_version,

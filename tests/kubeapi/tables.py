@@ -11,8 +11,9 @@ CRDs get Name plus their additionalPrinterColumns (or Age when none).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Callable, Mapping, Sequence
+from typing import Any
 
 from .resources import PrinterColumn, ResourceType
 from .store import partial_metadata
@@ -62,7 +63,7 @@ def _age(ts: str | None, now: datetime) -> str:
 
 
 def _col(name: str, typ: str = "string", description: str = "", priority: int = 0,
-         fmt: str = "") -> dict:
+         fmt: str = "") -> dict[str, Any]:
     return {"name": name, "type": typ, "format": fmt, "description": description,
             "priority": priority}
 
@@ -72,7 +73,7 @@ AGE_COL = _col("Age", description="CreationTimestamp is a timestamp representing
                "time when this object was created.")
 
 
-def _service_external_ip(svc: Mapping) -> str:
+def _service_external_ip(svc: Mapping[str, Any]) -> str:
     spec, status = svc.get("spec") or {}, svc.get("status") or {}
     typ = spec.get("type") or "ClusterIP"
     external = list(spec.get("externalIPs") or ())
@@ -90,7 +91,7 @@ def _service_external_ip(svc: Mapping) -> str:
     return "<unknown>"
 
 
-def _service_ports(svc: Mapping) -> str:
+def _service_ports(svc: Mapping[str, Any]) -> str:
     parts = []
     for p in (svc.get("spec") or {}).get("ports") or ():
         proto = p.get("protocol") or "TCP"
@@ -101,14 +102,15 @@ def _service_ports(svc: Mapping) -> str:
     return ",".join(parts) if parts else "<none>"
 
 
-def _selector(svc: Mapping) -> str:
+def _selector(svc: Mapping[str, Any]) -> str:
     sel = (svc.get("spec") or {}).get("selector") or {}
     return ",".join(f"{k}={v}" for k, v in sorted(sel.items())) or "<none>"
 
 
 # (group, plural) -> (extra column definitions, cell function) for built-ins
 # whose real printers show more than Name/Age.  Cells exclude Name.
-_BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[dict], Callable[[Mapping, datetime], list]]] = {
+_Printer = tuple[list[dict[str, Any]], Callable[[Mapping[str, Any], datetime], list[Any]]]
+_BUILTIN_PRINTERS: dict[tuple[str, str], _Printer] = {
     ("", "services"): (
         [_col("Type"), _col("Cluster-IP"), _col("External-IP"), _col("Port(s)"), AGE_COL,
          _col("Selector", priority=1)],
@@ -166,7 +168,7 @@ def simple_jsonpath(obj: object, path: str) -> object:
     return cur
 
 
-def _crd_cell(col: PrinterColumn, obj: Mapping, now: datetime) -> object:
+def _crd_cell(col: PrinterColumn, obj: Mapping[str, Any], now: datetime) -> object:
     value = simple_jsonpath(obj, col.json_path)
     if value is None:
         return None
@@ -179,7 +181,7 @@ def _crd_cell(col: PrinterColumn, obj: Mapping, now: datetime) -> object:
     return value if isinstance(value, str) else str(value)
 
 
-def _columns(rtype: ResourceType, version: str) -> tuple[list[dict], Callable[[Mapping, datetime], list]]:
+def _columns(rtype: ResourceType, version: str) -> _Printer:
     printer = _BUILTIN_PRINTERS.get((rtype.group, rtype.plural))
     if printer is not None:
         return printer
@@ -190,25 +192,25 @@ def _columns(rtype: ResourceType, version: str) -> tuple[list[dict], Callable[[M
     return [AGE_COL], lambda o, now: [_age(o["metadata"].get("creationTimestamp"), now)]
 
 
-def to_table(rtype: ResourceType, version: str, objects: Sequence[Mapping], include_object: str,
+def to_table(rtype: ResourceType, version: str, objects: Sequence[Mapping[str, Any]], include_object: str,
              now: datetime, table_version: str = "v1",
-             list_meta: Mapping | None = None) -> dict:
+             list_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`objects` are already rendered at `version` (kind/apiVersion set)."""
     extra_defs, cells_of = _columns(rtype, version)
     rows = []
     for obj in objects:
-        row: dict = {"cells": [obj["metadata"].get("name", "")] + cells_of(obj, now)}
+        row: dict[str, Any] = {"cells": [obj["metadata"].get("name", ""), *cells_of(obj, now)]}
         if include_object == "Metadata":
             row["object"] = partial_metadata(obj, f"meta.k8s.io/{table_version}")
         elif include_object == "Object":
             row["object"] = obj
         rows.append(row)
-    table: dict = {"kind": "Table", "apiVersion": f"meta.k8s.io/{table_version}"}
+    table: dict[str, Any] = {"kind": "Table", "apiVersion": f"meta.k8s.io/{table_version}"}
     if list_meta is not None:
         table["metadata"] = dict(list_meta)
     else:
         table["metadata"] = {"resourceVersion": objects[0]["metadata"].get("resourceVersion", "")
                              if objects else ""}
-    table["columnDefinitions"] = [NAME_COL] + extra_defs
+    table["columnDefinitions"] = [NAME_COL, *extra_defs]
     table["rows"] = rows
     return table

@@ -14,9 +14,10 @@ import base64
 import datetime as dt
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import yaml
 from cryptography import x509
@@ -99,7 +100,7 @@ class KubeconfigContext:
     user_name: str | None = None  # kubeconfig user entry name; default: "<context>-user"
 
 
-def write_kubeconfig(path: str | os.PathLike, contexts: Sequence[KubeconfigContext],
+def write_kubeconfig(path: str | os.PathLike[str], contexts: Sequence[KubeconfigContext],
                      current_context: str | None = None) -> Path:
     """Write a kubeconfig with `certificate-authority-data` clusters and
     `token` users; the first context is current unless told otherwise."""
@@ -121,7 +122,7 @@ def write_kubeconfig(path: str | os.PathLike, contexts: Sequence[KubeconfigConte
         if uname not in seen_users:
             seen_users.add(uname)
             user_entries.append({"name": uname, "user": {"token": ctx.token}})
-        entry: dict = {"cluster": clusters[key], "user": uname}
+        entry: dict[str, Any] = {"cluster": clusters[key], "user": uname}
         if ctx.namespace:
             entry["namespace"] = ctx.namespace
         context_entries.append({"name": ctx.name, "context": entry})

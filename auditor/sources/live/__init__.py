@@ -7,10 +7,14 @@ package itself imports nothing heavy.
 
 Modules:
 
-* `target`: kubeconfig / in-cluster configuration like kubectl, the cluster
-  fingerprint and the target guard.
+* `target`: kubeconfig / in-cluster configuration like kubectl (the
+  kubeconfig read through the bounded YAML loader), the cluster fingerprint
+  and the target guard.
+* `exec_plugin`: exec credential plugins, run bounded in time and output.
+* `safe_text`: what a kubeconfig or a server wrote, made safe to print
+  (escapes spelled out, URL userinfo dropped).
 * `client`: GET requests with bounded retries (backoff + jitter, Retry-After),
-  raw JSON parsed once.
+  bounded in time (a watchdog per attempt) and size, raw JSON parsed once.
 * `discovery`: which group-kinds the API serves, at which versions, as which
   resources.
 * `reader`: lists every kind the selected rules read, concurrently and

@@ -1,9 +1,25 @@
-"""GET requests to the API server, with our retries and nothing else's.
+"""GET requests to the API server, with our retries and bounds and nothing else's.
 
-Every request goes through `Client.get_json`: one GET, the body read whole and
-parsed once with `json.loads` (the kubernetes client's typed models cost about
-1.5x the raw JSON and are never built). Failures are retried a bounded number
-of times with exponential backoff and jitter:
+Every request goes through `Client.get_json`: one GET through the kubernetes
+client's REST layer, whose answer is never preloaded (urllib3's
+`preload_content=False`): the body is streamed here, counted as it arrives,
+and parsed once with `json.loads` (the client's typed models cost about 1.5x
+the raw JSON and are never built). Each attempt is bounded:
+
+* in time: `timeout` (`--request-timeout`) is the most one attempt may take,
+  from connecting to the last byte of the answer. urllib3's timeouts apply to
+  each socket operation, so a server trickling a byte at a time would never
+  trip them; a watchdog shuts the connection's socket down when the attempt's
+  time is up, wherever it is blocked (connect, TLS, headers, body);
+* in size: `max_response_bytes` (`--max-response-size`): a larger answer is
+  refused from its `Content-Length`, or once that many bytes have arrived,
+  without reading the rest;
+* in shape: an answer nested deeper than `MAX_DEPTH` levels, or holding a
+  lone UTF-16 surrogate (which is not text), is refused: nothing downstream
+  has to cope with it.
+
+Failures are retried a bounded number of times with exponential backoff and
+jitter:
 
 * 429 Too Many Requests (API Priority and Fairness): wait `Retry-After`
   seconds (capped), then retry;
@@ -12,17 +28,25 @@ of times with exponential backoff and jitter:
 
 urllib3's own retries are disabled on the configuration (`target._configure`),
 so these are the only retries. Anything else (401, 403, 404, 410, TLS
-verification) is not retried: the caller decides what it means.
+verification, an answer too big or unusable) is not retried: the caller
+decides what it means. Every server-written text quoted in a failure (a
+`Status` message) is escaped and cut (`safe_text`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import re
+import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from auditor.sources.live.safe_text import clean, summary
 
 JSON = "application/json"
 STATUS_PHRASES = {
@@ -31,22 +55,36 @@ STATUS_PHRASES = {
     502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
 }
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+# Kubernetes objects nest a few dozen levels at most (a CRD's OpenAPI schema is
+# among the deepest); past this an answer is refused rather than risking the
+# recursion limits of whatever walks it later (rules, reports, the snapshot).
+MAX_DEPTH = 100
+_READ_CHUNK = 256 * 1024
+# A lone surrogate can arrive as a JSON escape (`\ud800`) or as its UTF-8-like
+# bytes (ED A0..BF xx), which `json.loads` decodes with "surrogatepass".
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The bytes that are not brackets or quotes: what the depth pre-check deletes.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
+_STRING = re.compile(rb'"[^"]*"')
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounds of the retry loop (docs/live.md, "Retries")."""
+    """Bounds of one request: retries (docs/live.md, "Retries"), time and size ("Limits")."""
 
     max_retries: int = 4  # retries after the first attempt
     backoff_base: float = 0.25  # seconds before the first retry; doubles each time
     backoff_cap: float = 8.0
     retry_after_cap: float = 30.0  # a server asking for longer is waited for this long
-    timeout: float | None = 30.0  # connect and read timeout of one attempt (--request-timeout)
+    timeout: float | None = 30.0  # the most one attempt may take, all of it (--request-timeout)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # --max-response-size
 
     def backoff(self, attempt: int, rand: Callable[[], float]) -> float:
         """Delay before retry number `attempt` (1-based): exponential, capped, with jitter
         (uniform in [d/2, d]) so concurrent listers do not retry in lockstep."""
-        delay = min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
+        delay = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
         return delay / 2 + rand() * delay / 2
 
 
@@ -73,11 +111,22 @@ class ApiFailure(Exception):
 
 
 class TransportFailure(ApiFailure):
-    """No HTTP answer: connection refused or dropped, timeout, TLS failure."""
+    """No (complete) HTTP answer: connection refused or dropped, timeout, TLS failure."""
 
     def __init__(self, path: str, detail: str, retryable: bool = True, attempts: int = 1) -> None:
         super().__init__(path, None, detail, attempts)
         self.retryable = retryable
+
+
+class UnusableAnswer(ApiFailure):
+    """A 2xx answer that cannot be used: too big, not JSON, too deep, not text, or not what was asked for."""
+
+    def __init__(self, path: str, detail: str, attempts: int = 1) -> None:
+        super().__init__(path, None, detail, attempts)
+
+    @property
+    def status_text(self) -> str:
+        return "unusable answer"
 
 
 @dataclass
@@ -88,14 +137,13 @@ class Answer:
 
 
 def _status_message(body: bytes) -> str:
-    """The `message` of a Kubernetes Status body, else a short prefix of the body."""
+    """The `message` of a Kubernetes Status body, else the first line of the body; escaped."""
     try:
         document = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        text = body[:200].decode("utf-8", "replace").strip()
-        return text.splitlines()[0] if text else ""
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return summary(body[:2000].decode("utf-8", "replace")) if body.strip() else ""
     if isinstance(document, dict) and isinstance(document.get("message"), str):
-        return document["message"][:500]
+        return summary(document["message"], limit=500)
     return ""
 
 
@@ -115,23 +163,208 @@ def _describe_transport(error: BaseException) -> tuple[str, bool]:
 
     if isinstance(error, ux.NewConnectionError):
         reason = str(error).rsplit(":", 1)[-1].strip() or "cannot connect"
-        return f"cannot connect ({reason})", True
+        return f"cannot connect ({clean(reason)})", True
     if isinstance(error, ux.ConnectTimeoutError):
         return "connect timed out", True
     if isinstance(error, ux.ReadTimeoutError):
         return "read timed out", True
     if isinstance(error, ux.SSLError):
-        return f"TLS failure ({str(error).splitlines()[0][:200]})", False
+        return f"TLS failure ({clean(str(error).splitlines()[0][:200])})", False
     if isinstance(error, ux.ProtocolError):
         text = str(error)
         if "IncompleteRead" in text or "Connection broken" in text:
             return "connection dropped mid-answer", True
         return "connection dropped", True
     if isinstance(error, ux.HTTPError):
-        return f"{type(error).__name__}: {str(error).splitlines()[0][:200]}", True
+        return f"{type(error).__name__}: {clean(str(error).splitlines()[0][:200])}", True
     if isinstance(error, OSError):
-        return f"{type(error).__name__}: {error.strerror or error}", True
+        return f"{type(error).__name__}: {clean(str(error.strerror or error))}", True
     return f"{type(error).__name__}", False
+
+
+# --- the watchdog -------------------------------------------------------------------------
+
+
+class _Deadline:
+    """One attempt's time limit: when it passes, the attempt's socket is shut down,
+    which wakes whatever read or write is blocked on it (connect, TLS, headers, body)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._connection: Any = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def attach(self, connection: Any) -> None:
+        with self._lock:
+            self._connection = connection
+            if self.expired:
+                _shut_down(connection)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            if self._connection is not None:
+                _shut_down(self._connection)
+
+
+def _shut_down(connection: Any) -> None:
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
+        # The plain socket's shutdown: safe from another thread, even under TLS.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+_current = threading.local()
+
+
+def _attach(connection: Any) -> None:
+    deadline = getattr(_current, "deadline", None)
+    if deadline is not None:
+        deadline.attach(connection)
+
+
+@dataclass(frozen=True)
+class _PoolClasses:
+    http: type
+    https: type
+
+
+_pool_classes: _PoolClasses | None = None
+
+
+def _watched_pool_classes() -> _PoolClasses:
+    """urllib3 connection pools whose connections report to the running attempt's deadline."""
+    global _pool_classes
+    if _pool_classes is None:
+        import urllib3.connection as uc
+        import urllib3.connectionpool as up
+
+        class WatchedHTTPConnection(uc.HTTPConnection):
+            def connect(self) -> None:
+                _attach(self)
+                super().connect()
+
+            def request(self, *args: Any, **kwargs: Any) -> None:
+                _attach(self)
+                super().request(*args, **kwargs)
+
+        class WatchedHTTPSConnection(uc.HTTPSConnection):
+            def connect(self) -> None:
+                _attach(self)
+                super().connect()
+
+            def request(self, *args: Any, **kwargs: Any) -> None:
+                _attach(self)
+                super().request(*args, **kwargs)
+
+        class WatchedHTTPConnectionPool(up.HTTPConnectionPool):
+            ConnectionCls = WatchedHTTPConnection
+
+        class WatchedHTTPSConnectionPool(up.HTTPSConnectionPool):
+            ConnectionCls = WatchedHTTPSConnection
+
+        _pool_classes = _PoolClasses(WatchedHTTPConnectionPool, WatchedHTTPSConnectionPool)
+    return _pool_classes
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def _maybe_deeper_than_half(body: bytes, limit: int) -> bool:
+    """False when the (valid) JSON `body` surely nests at most `limit` levels, in C-speed passes.
+
+    Escaped backslashes and quotes are removed, then everything but brackets and
+    quotes, then the strings (empty ones first, by a plain replace: two adjacent
+    quotes are always an empty string or the end of one string and the start of
+    the next, so removing them keeps every bracket inside or outside its string).
+    What is left is the bracket structure alone. Each pass deleting the empty
+    `{}` and `[]` pairs peels at least one and at most two levels, so a structure
+    gone within `limit // 2` passes nests at most `limit` levels. Only what
+    survives them (an answer more than `limit // 2` deep) pays for the exact walk.
+    """
+    if b"\\" in body:
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    structure = body.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in structure:
+        structure = _STRING.sub(b"", structure)
+    for _ in range(limit // 2):
+        if not structure:
+            return False
+        structure = structure.replace(b"{}", b"").replace(b"[]", b"")
+    return bool(structure)
+
+
+def _depth_problem(document: Any) -> str | None:
+    """Why `document` is too deep to use, or None. Iterative: a hostile answer cannot exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend((child, depth + 1) for child in value.values() if isinstance(child, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
+    return None
+
+
+def _surrogate_problem(document: Any) -> str | None:
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value)
+            if found:
+                return f"holds a lone UTF-16 surrogate (\\u{ord(found.group()):04x}), which is not text"
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def parse_answer(body: bytes, checked: bool = True) -> Any:
+    """The JSON of a 2xx answer; `ValueError` when it is not JSON, `_Unusable` when it cannot be used.
+    With `checked=False` the depth and text checks are left to the caller (`check_answer`)."""
+    try:
+        document = json.loads(body)
+    except RecursionError:
+        raise _Unusable(f"nested deeper than {MAX_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise _Unusable("not UTF-8 text") from None
+    if checked:
+        check_answer(body, document, "")
+    return document
+
+
+def check_answer(body: bytes, document: Any, path: str) -> None:
+    """Refuse an answer nested deeper than `MAX_DEPTH` or holding a lone surrogate (`UnusableAnswer`)."""
+    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH) else None
+    # Substring tests first (C speed); the regex and the walk only when one could be there.
+    if problem is None and (b"\\u" in body or b"\xed" in body) and _MAYBE_SURROGATE.search(body):
+        problem = _surrogate_problem(document)
+    if problem is not None:
+        raise _Unusable(problem) if not path else UnusableAnswer(path, problem)
+
+
+class _Unusable(Exception):
+    pass
+
+
+def _size(count: int) -> str:
+    return f"{count // (1024 * 1024)} MiB" if count >= 1024 * 1024 else f"{count // 1024} KiB"
 
 
 class Client:
@@ -141,8 +374,12 @@ class Client:
                  sleep: Callable[[float], None] = time.sleep, rand: Callable[[], float] = random.random) -> None:
         from kubernetes.client import ApiClient
 
-        self.api = ApiClient(configuration)
+        self.api: Any = ApiClient(configuration)  # the client carries no annotations
         self.api.user_agent = getattr(configuration, "user_agent", None) or self.api.user_agent
+        pools = _watched_pool_classes()
+        manager = self.api.rest_client.pool_manager
+        if set(getattr(manager, "pool_classes_by_scheme", {})) == {"http", "https"}:  # not a SOCKS proxy's
+            manager.pool_classes_by_scheme = {"http": pools.http, "https": pools.https}
         self.policy = policy
         self._sleep = sleep
         self._rand = rand
@@ -150,15 +387,29 @@ class Client:
         self.requests_made = 0
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing must never mask the audit's outcome
             self.api.rest_client.close()
-        except Exception:  # closing must never mask the audit's outcome
-            pass
 
     def _timeout(self) -> Any:
         if not self.policy.timeout:
             return None
         return (self.policy.timeout, self.policy.timeout)
+
+    def _read_body(self, raw: Any, path: str) -> bytes:
+        limit = self.policy.max_response_bytes
+        declared = raw.headers.get("Content-Length") if raw.headers is not None else None
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise UnusableAnswer(path, f"{int(declared):,} bytes, over the {_size(limit)} limit "
+                                       "(--max-response-size)")
+        body = bytearray()
+        while True:
+            chunk = raw.read(_READ_CHUNK)
+            if not chunk:
+                return bytes(body)
+            body += chunk
+            if len(body) > limit:
+                raise UnusableAnswer(path, f"over the {_size(limit)} limit (--max-response-size); "
+                                           "the rest was not read")
 
     def _once(self, path: str, query: list[tuple[str, str]], accept: str) -> Answer:
         from kubernetes.client.exceptions import ApiException
@@ -168,26 +419,51 @@ class Client:
         )
         with self._lock:
             self.requests_made += 1
-        response = None
+        deadline = _Deadline(self.policy.timeout) if self.policy.timeout else None
+        _current.deadline = deadline
+        if deadline is not None:
+            deadline.start()
+        raw = None
+        complete = False
         try:
-            response = self.api.rest_client.request(method, url, headers=headers, _request_timeout=self._timeout())
-            raw = response.response
-            body = raw.data  # the whole body, or an error if the connection drops mid-way
-            try:
-                raw.release_conn()
-            except Exception:
-                pass
-            return Answer(raw.status, raw.headers, body or b"")
+            raw = self.api.rest_client.request(method, url, headers=headers,
+                                               _request_timeout=self._timeout()).response
+            body = self._read_body(raw, path)
+            complete = True
+            return Answer(raw.status, raw.headers, body)
+        except UnusableAnswer:
+            raise
         except ApiException as error:  # the REST layer wraps urllib3's SSLError as status 0
-            raise TransportFailure(path, f"TLS failure ({str(error.reason).splitlines()[-1][:200]})", retryable=False) from None
+            if deadline is not None and deadline.expired:
+                raise self._timed_out(path) from None
+            raise TransportFailure(path, f"TLS failure ({clean(str(error.reason).splitlines()[-1][:200])})",
+                                   retryable=False) from None
         except Exception as error:
-            if response is not None:
-                try:
-                    response.response.close()
-                except Exception:
-                    pass
+            if deadline is not None and deadline.expired:
+                raise self._timed_out(path) from None
             detail, retryable = _describe_transport(error)
             raise TransportFailure(path, detail, retryable) from None
+        finally:
+            _current.deadline = None
+            if deadline is not None:
+                deadline.cancel()
+            if raw is not None:
+                self._finish(raw, complete)
+
+    def _timed_out(self, path: str) -> TransportFailure:
+        seconds = self.policy.timeout or 0
+        return TransportFailure(path, f"no complete answer within {seconds:g}s (--request-timeout)")
+
+    @staticmethod
+    def _finish(raw: Any, complete: bool) -> None:
+        """Give the connection back when the answer was read whole; else close it
+        (a half-read answer leaves the connection unusable)."""
+        try:
+            if not complete:
+                raw.close()
+            raw.release_conn()
+        except Exception:
+            pass
 
     def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON) -> Answer:
         """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx."""
@@ -215,15 +491,19 @@ class Client:
             raise ApiFailure(path, answer.status, _status_message(answer.body), attempt)
 
     def get_json(self, path: str, query: list[tuple[str, str]] | None = None,
-                 accept: str = JSON) -> tuple[Any, Answer]:
-        """`get`, parsed. A 2xx body that is not JSON counts as a truncated answer and is retried."""
+                 accept: str = JSON, checked: bool = True) -> tuple[Any, Answer]:
+        """`get`, parsed. A 2xx body that is not JSON counts as a truncated answer and is retried;
+        one that is JSON but unusable (too deep, not text) is not. `checked=False` leaves the
+        depth and text checks to the caller (`check_answer`), to run them off the critical path."""
         attempts = 0
         while True:
             attempts += 1
             answer = self.get(path, query, accept)
             try:
-                return json.loads(answer.body), answer
-            except (ValueError, UnicodeDecodeError):
+                return parse_answer(answer.body, checked), answer
+            except _Unusable as problem:
+                raise UnusableAnswer(path, str(problem), attempts) from None
+            except ValueError:
                 if attempts > self.policy.max_retries:
-                    raise TransportFailure(path, "the answer is not valid JSON", attempts=attempts) from None
+                    raise UnusableAnswer(path, "not valid JSON", attempts) from None
                 self._sleep(self.policy.backoff(attempts, self._rand))

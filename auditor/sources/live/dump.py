@@ -20,7 +20,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 from auditor import kinds
 from auditor.atomic import write_atomically
@@ -31,7 +32,7 @@ from auditor.sources.live.reader import redact_secret
 _ITEM_INDENT = "\n" + " " * 8
 
 
-def _safe(raw: dict, gk: str) -> dict:
+def _safe(raw: dict[str, Any], gk: str) -> dict[str, Any]:
     if gk == kinds.SECRET:
         metadata = raw.get("metadata")
         return {"apiVersion": raw.get("apiVersion", "v1"), "kind": "Secret",

@@ -41,7 +41,7 @@ def read_fleet(targets: list[Target], gks: list[str] | set[str], options: ReadOp
     with ThreadPoolExecutor(max_workers=max(1, len(targets)), thread_name_prefix="audit-cluster") as pool:
         futures = [pool.submit(read_cluster, target, gks, options, progress) for target in targets]
         reads = []
-        for target, name, future in zip(targets, names, futures):
+        for target, name, future in zip(targets, names, futures, strict=True):
             try:
                 result = future.result()
                 reads.append(ClusterRead(target, name, result.snapshot, result=result))

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+from typing import Any
 
 import yaml
 
 from auditor import kinds
+from auditor.rule import Rule, kinds_read_by
 
 DEFAULT_NAME = "cilium-exposure-auditor"
 DEFAULT_NAMESPACE = "cilium-exposure-auditor"
@@ -37,13 +39,11 @@ class UnknownKinds(ValueError):
     pass
 
 
-def kinds_read(rules: Iterable) -> list[str]:
-    from auditor.rule import kinds_read_by
-
+def kinds_read(rules: Iterable[Rule]) -> list[str]:
     return kinds_read_by(rules)
 
 
-def policy_rules(rules: Iterable) -> list[dict]:
+def policy_rules(rules: Iterable[Rule]) -> list[dict[str, Any]]:
     """ClusterRole rules: one per (API group, verbs), resources sorted."""
     rules = list(rules)
     gks = kinds_read(rules)
@@ -61,7 +61,8 @@ def policy_rules(rules: Iterable) -> list[dict]:
     ]
 
 
-def manifests(rules: Iterable, name: str = DEFAULT_NAME, namespace: str = DEFAULT_NAMESPACE) -> list[dict]:
+def manifests(rules: Iterable[Rule], name: str = DEFAULT_NAME,
+              namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/name": DEFAULT_NAME}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -75,11 +76,11 @@ def manifests(rules: Iterable, name: str = DEFAULT_NAME, namespace: str = DEFAUL
     ]
 
 
-def cluster_role(rules: Iterable, name: str = DEFAULT_NAME) -> dict:
+def cluster_role(rules: Iterable[Rule], name: str = DEFAULT_NAME) -> dict[str, Any]:
     return manifests(rules, name)[1]
 
 
-def render(rules: Iterable, name: str = DEFAULT_NAME, namespace: str = DEFAULT_NAMESPACE,
+def render(rules: Iterable[Rule], name: str = DEFAULT_NAME, namespace: str = DEFAULT_NAMESPACE,
            command: str = "python -m auditor.sources.live.rbac --write") -> str:
     rules = list(rules)
     secret_readers = sorted(rule.id for rule in rules if kinds.SECRET in rule.kinds_read())
@@ -101,18 +102,20 @@ def render(rules: Iterable, name: str = DEFAULT_NAME, namespace: str = DEFAULT_N
             "# withhold the grant, generate the role with `audit rbac --skip-rule ID` and run",
             "# `audit live --skip-rule ID` alike.",
         ]
-    docs = [yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100) for doc in manifests(rules, name, namespace)]
+    docs = [yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+            for doc in manifests(rules, name, namespace)]
     return "\n".join(header) + "\n---\n" + "---\n".join(docs)
 
 
-def builtin_rules() -> list:
+def builtin_rules() -> list[Rule]:
     from auditor import registry
 
-    return registry.load_rules(plugins=False).rules
+    return list(registry.load_rules(plugins=False).rules)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Print (or --write to docs/rbac.yaml) the auditor's least-privilege RBAC.")
+    parser = argparse.ArgumentParser(
+        description="Print (or --write to docs/rbac.yaml) the auditor's least-privilege RBAC.")
     parser.add_argument("--write", action="store_true", help=f"write {DOC_PATH}")
     args = parser.parse_args(argv)
     text = render(builtin_rules())

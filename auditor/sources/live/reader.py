@@ -1,20 +1,34 @@
 """Lists what the selected rules read from one cluster, into a `Snapshot` with coverage.
 
-Steps (docs/live.md):
+Steps (docs/live.md), each a method of `ClusterReader`:
 
-1. `GET /version`: the cluster answers at all (else `ClusterError`, exit 3).
-2. Discovery (`discovery.py`): the resource, scope and preferred version of
-   every group-kind the rules read.
-3. Every kind is listed cluster-wide, concurrently (a thread pool of
-   `concurrency` workers), in pages of `chunk_size` (`limit`/`continue`). A
-   continue token that expired (410 Gone) restarts the list from scratch;
-   after `max_relists - 1` expirations the last re-list is unpaginated, which
-   cannot expire. Retries of single requests are `client.py`'s.
-4. Each kind ends with a coverage state: `listed` (authoritative, possibly
-   empty), `not-served` (discovery does not know the kind: its CRD is not
-   installed, so there are none) or `failed` (forbidden, timed out, 5xx after
-   retries, or its group's discovery failed: unknown, and the rules reading it
-   report `error` naming the resource and the HTTP status).
+1. `_contact`: `GET /version` (the cluster answers at all, else
+   `ClusterError`, exit 3), with the two discovery roots (`/api`, `/apis`)
+   asked at the same time.
+2. `_plan`: discovery (`discovery.py`) gives the resource, scope and
+   preferred version of every group-kind the rules read; each kind is either
+   planned for listing or ends here as `not-served` or `failed`.
+3. `_start`: every planned kind is listed cluster-wide, concurrently (a
+   thread pool of `concurrency` workers), the kinds that are usually the
+   biggest first, each in pages (`limit`/`continue`): the first page holds
+   `chunk_size` objects, later ones are sized to the collection
+   (`_next_limit`). Lists are bounded: at most `max_pages` pages, a continue
+   token seen twice ends the list, and every answer is bounded in time and
+   size (`client.py`). A continue token that expired (410 Gone) restarts the
+   list from scratch; after `max_relists - 1` expirations the last re-list is
+   unpaginated, which cannot expire. The CRDs the rules need are read by name.
+4. `_collect`: each kind ends with a coverage state: `listed`
+   (authoritative, possibly empty), `not-served` (discovery does not know the
+   kind: its CRD is not installed, so there are none) or `failed`
+   (forbidden, timed out, 5xx after retries, an answer that is not the list
+   asked for, over a limit, or its group's discovery failed: unknown, and the
+   rules reading it report `error` naming the resource and the reason).
+5. `_snapshot`: the objects, the coverage and the served versions.
+
+An answer is used only when it is what was asked for: a list of the kind's
+list kind and apiVersion with an `items` array of objects that each have a
+name. Anything else (a `Status` or `{}` with 200, another kind's list) fails
+that kind, naming what came instead.
 
 Secrets are listed as `PartialObjectMetadataList` only: the payload never
 crosses the wire, and `metadata.managedFields` and the last-applied annotation
@@ -31,23 +45,33 @@ so a CRD that serves no version is not read.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from auditor import kinds
 from auditor.errors import ClusterError
-from auditor.model import IgnoredDocument, K8sObject, Source
+from auditor.model import K8sObject, Source
 from auditor.snapshot import Coverage, CoverageState, Snapshot
-from auditor.sources.live.client import ApiFailure, Client, RetryPolicy, TransportFailure
-from auditor.sources.live.discovery import ApiResource, Discovery, discover
+from auditor.sources.live.client import (
+    ApiFailure,
+    Client,
+    RetryPolicy,
+    TransportFailure,
+    UnusableAnswer,
+    check_answer,
+)
+from auditor.sources.live.discovery import ApiResource, Discovery, RootAnswer, describe_kind, discover, fetch_roots
 from auditor.sources.live.progress import Progress
+from auditor.sources.live.safe_text import clean
 from auditor.sources.live.target import Target
 
 PARTIAL_METADATA_ACCEPT = ",".join((
     "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
     "application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io",
 ))
+PARTIAL_METADATA_VERSIONS = ("meta.k8s.io/v1", "meta.k8s.io/v1beta1")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Kinds read as metadata only (their payload is never requested).
 METADATA_ONLY = frozenset({kinds.SECRET})
@@ -62,14 +86,25 @@ BUILTIN_GROUPS = frozenset({
     "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io", "storagemigration.k8s.io",
 })
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# The kinds that are usually the biggest collections of a cluster, biggest
+# first: they are started first, so the slowest list starts at once and the
+# small ones fill the other workers around it. Unlisted kinds follow, by name.
+LIKELY_LARGEST = (kinds.POD, kinds.REPLICASET, kinds.SECRET, kinds.CONFIGMAP, kinds.SERVICE, kinds.ROLE_BINDING,
+                  kinds.SERVICE_ACCOUNT, kinds.NAMESPACE, kinds.JOB, kinds.DEPLOYMENT, kinds.NETWORK_POLICY,
+                  kinds.CILIUM_NETWORK_POLICY, kinds.ROLE, kinds.NODE)
+# A later page aims at this share of --max-response-size, from the bytes per
+# object the pages so far took: well inside the limit when objects vary.
+PAGE_BYTES_SHARE = 4
 
 
 @dataclass(frozen=True)
 class ReadOptions:
     concurrency: int = 8
-    chunk_size: int = 500
+    chunk_size: int = 500  # objects in a list's first page (0: unpaginated)
+    max_chunk_size: int = 5000  # objects in any later page
+    max_pages: int = 1000  # pages of one list, re-lists included
     max_relists: int = 3
-    policy: RetryPolicy = RetryPolicy()
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass
@@ -84,7 +119,7 @@ def cluster_source(target: Target) -> Source:
     return Source(f"cluster:{target.context}")
 
 
-def redact_secret(metadata: dict) -> dict:
+def redact_secret(metadata: dict[str, Any]) -> dict[str, Any]:
     """Secret metadata without what names or holds its keys."""
     out = {k: v for k, v in metadata.items() if k != "managedFields"}
     annotations = out.get("annotations")
@@ -93,9 +128,7 @@ def redact_secret(metadata: dict) -> dict:
     return out
 
 
-def _as_object(item: Any, resource: ApiResource, metadata_only: bool) -> dict | None:
-    if not isinstance(item, dict):
-        return None
+def _as_object(item: dict[str, Any], resource: ApiResource, metadata_only: bool) -> dict[str, Any]:
     if metadata_only:
         metadata = item.get("metadata")
         return {"apiVersion": resource.api_version, "kind": resource.kind,
@@ -115,8 +148,100 @@ class _ListFailed(Exception):
         self.reason = reason
 
 
+class _PageFailed(Exception):
+    """A page's request failed; how far the list had got decides what happens next."""
+
+    def __init__(self, failure: ApiFailure, had_token: bool, pages: int) -> None:
+        super().__init__(failure.describe())
+        self.failure = failure
+        self.had_token = had_token
+        self.pages = pages
+
+
 def _failure_reason(gk: str, verb: str, what: str, failure: ApiFailure) -> str:
     return f"{gk}: {verb} {what} failed: {failure.describe()}"
+
+
+def _coverage(state: CoverageState, reason: str = "") -> Coverage:
+    return Coverage(state, clean(reason)) if reason else Coverage(state)
+
+
+def _check_list(document: Any, resource: ApiResource, metadata_only: bool, path: str) -> dict[str, Any]:
+    """`document` if it is the list asked for, else `UnusableAnswer` naming what came instead."""
+    versions: tuple[str, ...]
+    if metadata_only:
+        expected, versions = "PartialObjectMetadataList", PARTIAL_METADATA_VERSIONS
+    else:
+        expected, versions = f"{resource.kind}List", (resource.api_version,)
+    kind = document.get("kind") if isinstance(document, dict) else None
+    custom_list = (resource.group not in BUILTIN_GROUPS and isinstance(kind, str) and kind.endswith("List")
+                   and kind != "List")  # a CRD may name its list kind (spec.names.listKind)
+    if not isinstance(document, dict) or (kind != expected and not (custom_list and not metadata_only)):
+        if metadata_only and isinstance(kind, str) and kind.endswith("List"):
+            raise UnusableAnswer(path, f"{describe_kind(document)}, not {expected}: the server did not answer "
+                                       "metadata only; Secrets are never read in full")
+        raise UnusableAnswer(path, f"{describe_kind(document)}, not {expected}")
+    if document.get("apiVersion") not in versions:
+        raise UnusableAnswer(path, f"a {expected} of apiVersion {clean(str(document.get('apiVersion'))[:80])!r}, "
+                                   f"not {' or '.join(versions)}")
+    items = document.get("items")
+    if not isinstance(items, list):
+        raise UnusableAnswer(path, f"a {expected} without an items list")
+    for index, item in enumerate(items):
+        problem = "not an object" if not isinstance(item, dict) else _item_problem(item)
+        if problem is not None:
+            raise UnusableAnswer(path, f"items[{index}] of the {expected} is {problem}")
+    return document
+
+
+def _item_problem(item: dict[str, Any]) -> str | None:
+    metadata = item.get("metadata")
+    if not isinstance(metadata, dict):
+        return "without metadata"
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        return "without metadata.name"
+    namespace = metadata.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        return "with a metadata.namespace that is not a string"
+    return None
+
+
+@dataclass
+class _Page:
+    """What the next request needs from a page (read before the page is checked), and the
+    page's checked objects to come (`_checked_objects`, run while the next page is fetched)."""
+
+    token: str | None
+    remaining: int | None
+    count: int
+    body_bytes: int
+    objects: Future[list[dict[str, Any]]]
+
+
+@dataclass
+class _Plan:
+    """What discovery says about the kinds the rules read."""
+
+    coverage: dict[str, Coverage] = field(default_factory=dict)
+    served: dict[str, list[str]] = field(default_factory=dict)
+    lists: list[tuple[str, ApiResource]] = field(default_factory=list)
+    crd_names: list[str] = field(default_factory=list)
+    crd_read: bool = False
+
+
+@dataclass
+class _Listed:
+    gk: str
+    objects: list[dict[str, Any]] | None
+    problem: str | None
+
+
+# A CRD read by name: the CRD (None when it is gone), or why it could not be read.
+_Got = tuple["dict[str, Any] | None", "str | None"]
+
+
+def _priority(gk: str) -> tuple[int, str]:
+    return (LIKELY_LARGEST.index(gk) if gk in LIKELY_LARGEST else len(LIKELY_LARGEST), gk)
 
 
 class ClusterReader:
@@ -129,72 +254,65 @@ class ClusterReader:
         self.options = options
         self.progress = progress or Progress(enabled=False)
         self.client = Client(target.configuration, options.policy, sleep=sleep)
+        self.seconds: dict[str, float] = {}
+        # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
+        self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
 
-    # -- the cluster itself ---------------------------------------------------------
+    # -- 1. the cluster itself --------------------------------------------------------
+    def _contact(self, pool: ThreadPoolExecutor) -> tuple[str, list[Future[RootAnswer]]]:
+        """The server's version; the discovery roots are asked meanwhile."""
+        roots = fetch_roots(self.client, pool)
+        return self._server_version(), roots
+
     def _server_version(self) -> str:
         where = f"cluster {self.target.context} ({self.target.server})"
         try:
             document, _ = self.client.get_json("/version")
         except TransportFailure as failure:
-            raise ClusterError(f"{where}: unreachable: {failure.describe()}") from None
+            raise ClusterError(clean(f"{where}: unreachable: {failure.describe()}")) from None
         except ApiFailure as failure:
             if failure.status == 401:
-                raise ClusterError(f"{where}: credentials rejected ({failure.status_text})") from None
-            raise ClusterError(f"{where}: /version failed: {failure.describe()}") from None
+                raise ClusterError(clean(f"{where}: credentials rejected ({failure.status_text})")) from None
+            raise ClusterError(clean(f"{where}: /version failed: {failure.describe()}")) from None
         version = document.get("gitVersion") if isinstance(document, dict) else None
-        if not isinstance(version, str):
-            raise ClusterError(f"{where}: /version did not answer a Kubernetes version")
-        return version
+        if not isinstance(version, str) or not version:
+            raise ClusterError(clean(f"{where}: /version did not answer a Kubernetes version "
+                                     f"({describe_kind(document)})"))
+        return clean(version[:100])
 
-    # -- listing ---------------------------------------------------------------------
-    def _list(self, resource: ApiResource) -> list[dict]:
-        metadata_only = resource.gk in METADATA_ONLY
-        accept = PARTIAL_METADATA_ACCEPT if metadata_only else "application/json"
-        expirations = 0
-        while True:
-            paginated = expirations < self.options.max_relists - 1 and self.options.chunk_size > 0
-            items: list[dict] = []
-            token: str | None = None
-            try:
-                while True:
-                    query = [("limit", str(self.options.chunk_size))] if paginated else []
-                    if token:
-                        query.append(("continue", token))
-                    document, _ = self.client.get_json(resource.collection_path, query, accept)
-                    if not isinstance(document, dict) or not isinstance(document.get("items", []), list):
-                        raise _ListFailed(f"{resource.gk}: list {resource.qualified}: unexpected answer (not a list)")
-                    if metadata_only and document.get("kind") != "PartialObjectMetadataList":
-                        # Never keep a full Secret list a proxy or an old server sent instead.
-                        raise _ListFailed(f"{resource.gk}: list {resource.qualified}: the server did not answer "
-                                          "metadata only (PartialObjectMetadataList); Secrets are never read in full")
-                    page = [obj for obj in (_as_object(i, resource, metadata_only)
-                                            for i in document.get("items") or ()) if obj is not None]
-                    items.extend(page)
-                    self.progress.objects(len(page))
-                    metadata = document.get("metadata")
-                    token = metadata.get("continue") if isinstance(metadata, dict) else None
-                    if not token or not paginated:
-                        return items
-            except ApiFailure as failure:
-                if failure.status == 410 and token and expirations < self.options.max_relists:
-                    expirations += 1  # the continue token expired: list again from the start
-                    self.progress.objects(-len(items))
-                    continue
-                raise _ListFailed(_failure_reason(resource.gk, "list", resource.qualified, failure)) from None
-
-    def _get_crd(self, name: str) -> dict | None:
-        try:
-            document, _ = self.client.get_json(f"{CRD_PATH}/{name}")
-        except ApiFailure as failure:
-            if failure.status == 404:
-                return None  # an aggregated API, or removed since discovery
-            raise _ListFailed(_failure_reason(kinds.CRD, "get", f"customresourcedefinitions.apiextensions.k8s.io/{name}",
-                                              failure)) from None
-        if not isinstance(document, dict):
-            raise _ListFailed(f"{kinds.CRD}: get {name}: unexpected answer")
-        document.setdefault("apiVersion", "apiextensions.k8s.io/v1")
-        document.setdefault("kind", "CustomResourceDefinition")
-        return document
+    # -- 2. what to read -----------------------------------------------------------------
+    def _plan(self, discovery: Discovery) -> _Plan:
+        plan = _Plan()
+        for gk in self.gks:
+            resource = discovery.lookup(gk)
+            group = kinds.split_gk(gk)[0]
+            if group in discovery.failed_groups:
+                # Part of the group's discovery failed: whether the kind is served, and at
+                # which preferred version, is unknown (reading it at another version would
+                # show converted objects as if written in that version).
+                plan.coverage[gk] = _coverage(CoverageState.FAILED, f"{gk}: {discovery.failed_groups[group]}")
+                continue
+            if resource is None:
+                plan.coverage[gk] = _coverage(CoverageState.NOT_SERVED,
+                                              f"{gk} is not served by the API server (no such API or CRD installed)")
+                continue
+            plan.served[gk] = discovery.served_versions(gk)
+            if gk == kinds.CRD:
+                continue  # read by name below
+            if "list" not in resource.verbs:
+                plan.coverage[gk] = _coverage(CoverageState.FAILED, f"{gk}: {resource.qualified} cannot be listed "
+                                                                    f"(verbs: {', '.join(resource.verbs) or 'none'})")
+                continue
+            plan.lists.append((gk, resource))
+        plan.lists.sort(key=lambda item: _priority(item[0]))
+        plan.crd_read = kinds.CRD in self.gks and kinds.CRD in plan.served
+        if plan.crd_read:
+            names, problem = self._crd_names(discovery)
+            if problem is not None:
+                plan.coverage[kinds.CRD] = _coverage(CoverageState.FAILED, problem)
+                plan.crd_read = False
+            plan.crd_names = names
+        return plan
 
     def _crd_names(self, discovery: Discovery) -> tuple[list[str], str | None]:
         """The CRDs to GET, or why they cannot be known (a relevant group's discovery failed)."""
@@ -211,125 +329,219 @@ class ClusterReader:
             names.update(resource.qualified for resource in discovery.resources_of_group(group))
         return sorted(names), None
 
-    # -- everything ------------------------------------------------------------------
+    # -- 3. listing ----------------------------------------------------------------------
+    def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool) -> _Page:
+        accept = PARTIAL_METADATA_ACCEPT if metadata_only else "application/json"
+        path = resource.collection_path
+        document, answer = self.client.get_json(path, query, accept, checked=False)
+        metadata = document.get("metadata") if isinstance(document, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+        items = document.get("items") if isinstance(document, dict) else None
+        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only)
+        return _Page(token if isinstance(token, str) and token else None,
+                     remaining if isinstance(remaining, int) and remaining >= 0 else None,
+                     len(items) if isinstance(items, list) else 0, len(answer.body), objects)
+
+    @staticmethod
+    def _checked_objects(body: bytes, document: Any, resource: ApiResource,
+                         metadata_only: bool) -> list[dict[str, Any]]:
+        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`)."""
+        path = resource.collection_path
+        check_answer(body, document, path)
+        checked = _check_list(document, resource, metadata_only, path)
+        return [_as_object(item, resource, metadata_only) for item in checked["items"]]
+
+    def _next_limit(self, limit: int, page: _Page, objects: int, body_bytes: int) -> int:
+        """The size of the next page: the rest of the collection when the server said how much is
+        left, else twice the last page; at most `max_chunk_size` objects and about a quarter of
+        --max-response-size at the bytes per object seen so far; never below `chunk_size`."""
+        wanted = page.remaining if page.remaining is not None else 2 * limit
+        per_object = max(1, body_bytes // max(1, objects))
+        by_bytes = self.options.policy.max_response_bytes // PAGE_BYTES_SHARE // per_object
+        floor = self.options.chunk_size
+        return max(floor, min(max(floor, self.options.max_chunk_size), wanted, by_bytes))
+
+    @staticmethod
+    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[dict[str, Any]]:
+        """Every page's checked objects, in order (`UnusableAnswer` from the first page that is not
+        a usable list); with `done_only`, only raises for pages already checked."""
+        items: list[dict[str, Any]] = []
+        for page in pages:
+            if done_only:
+                if page.objects.done() and page.objects.exception() is not None:
+                    page.objects.result()
+                continue
+            items.extend(page.objects.result())
+        return items
+
+    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
+        """One complete list, following `continue`, in at most `pages_left` pages.
+
+        Pipelined: a page's continue token is all the next request needs, so the page is
+        checked and its objects built (`_checked_objects`) while the next one is fetched."""
+        metadata_only = resource.gk in METADATA_ONLY
+        pages: list[_Page] = []
+        limit = self.options.chunk_size
+        token: str | None = None
+        seen: set[str] = set()
+        objects = body_bytes = 0
+        try:
+            while True:
+                if len(pages) >= pages_left:
+                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
+                                      f"{self.options.max_pages} pages (--max-pages)")
+                query = [("limit", str(limit))] if paginated else []
+                if token:
+                    query.append(("continue", token))
+                self._objects_of(pages, done_only=True)  # a page already found unusable ends the list
+                try:
+                    page = self._page(resource, query, metadata_only)
+                except ApiFailure as failure:
+                    raise _PageFailed(failure, token is not None, len(pages) + 1) from None
+                pages.append(page)
+                objects += page.count
+                self.progress.objects(page.count)
+                if not paginated or page.token is None:
+                    return self._objects_of(pages)
+                if page.token in seen:
+                    self._objects_of(pages)  # an unusable page explains it better, if there is one
+                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: the server repeated "
+                                      f"a continue token after {len(pages)} pages (its pagination loops)")
+                seen.add(page.token)
+                token = page.token
+                body_bytes += page.body_bytes
+                limit = self._next_limit(limit, page, objects, body_bytes)
+        except UnusableAnswer as unusable:  # a page checked off the critical path
+            self.progress.objects(-objects)
+            raise _PageFailed(unusable, False, len(pages)) from None
+        except BaseException:
+            self.progress.objects(-objects)
+            raise
+
+    def _list(self, resource: ApiResource) -> list[dict[str, Any]]:
+        expirations = 0
+        pages_used = 0
+        while True:
+            paginated = expirations < self.options.max_relists - 1 and self.options.chunk_size > 0
+            try:
+                return self._list_once(resource, paginated, self.options.max_pages - pages_used)
+            except _PageFailed as failed:
+                pages_used += failed.pages
+                if failed.failure.status == 410 and failed.had_token and expirations < self.options.max_relists:
+                    expirations += 1  # the continue token expired: list again from the start
+                    continue
+                raise _ListFailed(_failure_reason(resource.gk, "list", resource.qualified, failed.failure)) from None
+
+    def _get_crd(self, name: str) -> dict[str, Any] | None:
+        path = f"{CRD_PATH}/{name}"
+        what = f"customresourcedefinitions.apiextensions.k8s.io/{name}"
+        try:
+            document, _ = self.client.get_json(path)
+            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition" \
+                    or (document.get("metadata") or {}).get("name") != name:
+                raise UnusableAnswer(path, f"{describe_kind(document)}, not the CustomResourceDefinition {name}")
+        except ApiFailure as failure:
+            if failure.status == 404:
+                return None  # an aggregated API, or removed since discovery
+            raise _ListFailed(_failure_reason(kinds.CRD, "get", what, failure)) from None
+        document.setdefault("apiVersion", "apiextensions.k8s.io/v1")
+        return document
+
+    def _list_kind(self, gk: str, resource: ApiResource) -> _Listed:
+        began = time.monotonic()
+        try:
+            listed = _Listed(gk, self._list(resource), None)
+        except _ListFailed as failed:
+            listed = _Listed(gk, None, failed.reason)
+        self.seconds[gk] = time.monotonic() - began
+        self.progress.kind_done()
+        return listed
+
+    def _get_crd_safely(self, name: str) -> _Got:
+        try:
+            return self._get_crd(name), None
+        except _ListFailed as failed:
+            return None, failed.reason
+
+    def _start(self, plan: _Plan, pool: ThreadPoolExecutor) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
+        self.progress.plan(self.target.name, len(plan.lists) + (1 if plan.crd_read else 0))
+        lists = [pool.submit(self._list_kind, gk, resource) for gk, resource in plan.lists]
+        crds = [pool.submit(self._get_crd_safely, name) for name in plan.crd_names] if plan.crd_read else []
+        return lists, crds
+
+    # -- 4. coverage -----------------------------------------------------------------------
+    def _collect(self, plan: _Plan, lists: list[Future[_Listed]], crds: list[Future[_Got]],
+                 crd_began: float) -> dict[str, list[dict[str, Any]]]:
+        objects_by_gk: dict[str, list[dict[str, Any]]] = {}
+        for future in lists:
+            listed = future.result()
+            if listed.problem is not None or listed.objects is None:
+                plan.coverage[listed.gk] = _coverage(CoverageState.FAILED, listed.problem or "not read")
+            else:
+                plan.coverage[listed.gk] = _coverage(CoverageState.LISTED)
+                objects_by_gk[listed.gk] = listed.objects
+        if plan.crd_read:
+            found: list[dict[str, Any]] = []
+            problems: list[str] = []
+            for got in crds:
+                crd, problem = got.result()
+                if problem is not None:
+                    problems.append(problem)
+                elif crd is not None:
+                    found.append(crd)
+            self.seconds[kinds.CRD] = time.monotonic() - crd_began
+            self.progress.objects(len(found))
+            self.progress.kind_done()
+            if problems:
+                plan.coverage[kinds.CRD] = _coverage(CoverageState.FAILED, problems[0])
+            else:
+                groups = ", ".join(CRD_BUNDLE_GROUPS)
+                plan.coverage[kinds.CRD] = _coverage(
+                    CoverageState.LISTED,
+                    f"read by name: the CRDs of the custom kinds the rules read and every CRD of {groups}",
+                )
+                objects_by_gk[kinds.CRD] = sorted(found, key=lambda c: str((c.get("metadata") or {}).get("name")))
+        return objects_by_gk
+
+    # -- 5. the snapshot ---------------------------------------------------------------------
+    def _snapshot(self, version: str, plan: _Plan, objects_by_gk: dict[str, list[dict[str, Any]]]) -> Snapshot:
+        source = cluster_source(self.target)
+        objects = [K8sObject(raw, source) for gk in self.gks for raw in objects_by_gk.get(gk, ())]
+        return Snapshot.build(
+            objects, mode="live", inputs=[source.path], cluster=self.target.cluster_info(version),
+            listed=plan.coverage, served_versions=plan.served,
+        )
+
+    # -- everything ------------------------------------------------------------------------
     def read(self) -> ReadResult:
         try:
             return self._read()
         finally:
+            self._checker.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
     def _read(self) -> ReadResult:
         started = time.monotonic()
-        version = self._server_version()
         crd_needed = kinds.CRD in self.gks
         needed_groups = {kinds.split_gk(gk)[0] for gk in self.gks} | (set(CRD_BUNDLE_GROUPS) if crd_needed else set())
-        coverage: dict[str, Coverage] = {}
-        served: dict[str, list[str]] = {}
-        plans: list[tuple[str, ApiResource]] = []
-        objects_by_gk: dict[str, list[dict]] = {}
-        seconds: dict[str, float] = {}
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
                                   thread_name_prefix=f"audit-list-{self.target.context}")
         try:
-            discovery = discover(self.client, needed_groups, pool)
-            for gk in self.gks:
-                resource = discovery.lookup(gk)
-                group = kinds.split_gk(gk)[0]
-                if group in discovery.failed_groups:
-                    # Part of the group's discovery failed: whether the kind is served, and at
-                    # which preferred version, is unknown (reading it at another version would
-                    # show converted objects as if written in that version).
-                    coverage[gk] = Coverage(CoverageState.FAILED, f"{gk}: {discovery.failed_groups[group]}")
-                    continue
-                if resource is None:
-                    coverage[gk] = Coverage(CoverageState.NOT_SERVED,
-                                            f"{gk} is not served by the API server (no such API or CRD installed)")
-                    continue
-                served[gk] = discovery.served_versions(gk)
-                if gk == kinds.CRD:
-                    continue  # read by name below
-                if "list" not in resource.verbs:
-                    coverage[gk] = Coverage(CoverageState.FAILED, f"{gk}: {resource.qualified} cannot be listed "
-                                                                  f"(verbs: {', '.join(resource.verbs) or 'none'})")
-                    continue
-                plans.append((gk, resource))
-            crd_read = crd_needed and kinds.CRD in served
-            crd_names, crd_problem = self._crd_names(discovery) if crd_read else ([], None)
-            if crd_problem is not None:
-                coverage[kinds.CRD] = Coverage(CoverageState.FAILED, crd_problem)
-                crd_read = False
-            self.progress.plan(self.target.name, len(plans) + (1 if crd_read else 0))
-
-            def list_kind(plan: tuple[str, ApiResource]):
-                gk, resource = plan
-                began = time.monotonic()
-                try:
-                    items = self._list(resource)
-                    result = (gk, items, None)
-                except _ListFailed as failed:
-                    result = (gk, None, failed.reason)
-                seconds[gk] = time.monotonic() - began
-                self.progress.kind_done()
-                return result
-
-            def get_crd(name: str):
-                try:
-                    return name, self._get_crd(name), None
-                except _ListFailed as failed:
-                    return name, None, failed.reason
-
-            list_futures = [pool.submit(list_kind, plan) for plan in plans]
+            version, roots = self._contact(pool)
+            plan = self._plan(discover(self.client, needed_groups, pool, roots))
             crd_began = time.monotonic()
-            crd_futures = [pool.submit(get_crd, name) for name in crd_names]
-            for future in list_futures:
-                gk, items, problem = future.result()
-                if problem is not None:
-                    coverage[gk] = Coverage(CoverageState.FAILED, problem)
-                else:
-                    coverage[gk] = Coverage(CoverageState.LISTED)
-                    objects_by_gk[gk] = items
-            if crd_read:
-                crds, problems = [], []
-                for future in crd_futures:
-                    name, crd, problem = future.result()
-                    if problem is not None:
-                        problems.append(problem)
-                    elif crd is not None:
-                        crds.append(crd)
-                seconds[kinds.CRD] = time.monotonic() - crd_began
-                self.progress.objects(len(crds))
-                self.progress.kind_done()
-                if problems:
-                    coverage[kinds.CRD] = Coverage(CoverageState.FAILED, problems[0])
-                else:
-                    groups = ", ".join(CRD_BUNDLE_GROUPS)
-                    coverage[kinds.CRD] = Coverage(
-                        CoverageState.LISTED,
-                        f"read by name: the CRDs of the custom kinds the rules read and every CRD of {groups}",
-                    )
-                    objects_by_gk[kinds.CRD] = sorted(crds, key=lambda c: str((c.get("metadata") or {}).get("name")))
+            lists, crds = self._start(plan, pool)
+            objects_by_gk = self._collect(plan, lists, crds, crd_began)
         except BaseException:
-            # Interrupted (Ctrl-C) or a bug: do not start what is still queued.
+            # Interrupted (Ctrl-C), the cluster unusable, or a bug: do not start what is still queued.
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        source = cluster_source(self.target)
-        objects: list[K8sObject] = []
-        ignored: list[IgnoredDocument] = []
-        for gk in self.gks:
-            for raw in objects_by_gk.get(gk, ()):
-                problem = K8sObject.identity_problem(raw)
-                if problem is None:
-                    objects.append(K8sObject(raw, source))
-                else:
-                    ignored.append(IgnoredDocument(source, f"{gk} list item is not a Kubernetes object ({problem})"))
+        snapshot = self._snapshot(version, plan, objects_by_gk)
+        self.seconds["(total)"] = time.monotonic() - started
         counts = {gk: len(items) for gk, items in objects_by_gk.items()}
-        snapshot = Snapshot.build(
-            objects, mode="live", inputs=[source.path], ignored=ignored,
-            cluster=self.target.cluster_info(version), listed=coverage, served_versions=served,
-        )
-        seconds["(total)"] = time.monotonic() - started
-        return ReadResult(snapshot, self.client.requests_made, seconds, counts)
+        return ReadResult(snapshot, self.client.requests_made, dict(self.seconds), counts)
 
 
 def read_cluster(target: Target, gks: list[str] | set[str], options: ReadOptions = ReadOptions(),
@@ -339,6 +551,6 @@ def read_cluster(target: Target, gks: list[str] | set[str], options: ReadOptions
 
 def failed_snapshot(target: Target, gks: list[str] | set[str], reason: str) -> Snapshot:
     """What a cluster that could not be read at all contributes to a fleet: every kind failed."""
-    coverage = {gk: Coverage(CoverageState.FAILED, f"{gk}: {reason}") for gk in sorted(set(gks))}
+    coverage = {gk: _coverage(CoverageState.FAILED, f"{gk}: {reason}") for gk in sorted(set(gks))}
     source = cluster_source(target)
     return Snapshot.build([], mode="live", inputs=[source.path], cluster=target.cluster_info(None), listed=coverage)
