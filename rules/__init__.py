@@ -29,6 +29,7 @@ BUILTIN_RULES: tuple[str, ...] = (
     "auditor_rules.datapath.kpr_removed_value:KprRemovedValue",
     "auditor_rules.leftovers.kube_proxy_leftover:KubeProxyLeftover",
     "auditor_rules.l2.l2_client_rate_limit:L2ClientRateLimit",
+    "auditor_rules.l2.l2_lease_timing:L2LeaseTiming",
     "auditor_rules.l2.l2_policy_while_disabled:L2PolicyWhileDisabled",
     "auditor_rules.l2.l2_policy_wrong_version:L2PolicyWrongVersion",
     "auditor_rules.l2.l2_service_unannounced:L2ServiceUnannounced",
