@@ -18,6 +18,7 @@ BUILTIN_RULES: tuple[str, ...] = (
     "auditor_rules.gateway.gateway_api_crd_bundle:GatewayApiCrdBundle",
     "auditor_rules.gateway.gateway_api_disabled:GatewayApiDisabled",
     "auditor_rules.gateway.gateway_class_not_cilium:GatewayClassNotCilium",
+    "auditor_rules.gateway.gateway_host_network_mismatch:GatewayHostNetworkMismatch",
     "auditor_rules.gateway.gateway_https_listener_tls:GatewayHttpsListenerTls",
     "auditor_rules.gateway.gateway_not_programmed:GatewayNotProgrammed",
     "auditor_rules.policy.ghsa_5r23_prx4_mqg3:GhsaHostFirewallBypass",
