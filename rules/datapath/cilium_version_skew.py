@@ -11,6 +11,7 @@ override can make the chart produce a skew.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,16 @@ def _best(running: _Component | None, chart: _Component | None) -> _Component | 
     if running is not None and (running.version is not None or chart is None):
         return running
     return chart
+
+
+def _one_per_release(agent: _Component | None, operator: _Component | None) -> list[_Component]:
+    """The components to judge against the posture's line: one for both when the same values render
+    them at the same version (one chart version, one finding)."""
+    present = [c for c in (agent, operator) if c is not None]
+    if (agent is not None and operator is not None and agent.obj is None and operator.obj is None
+            and agent.where == operator.where and agent.version == operator.version):
+        return [dataclasses.replace(agent, label="agent and operator")]
+    return present
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,7 @@ class CiliumVersionSkew(Rule):
                 f"(agent: {self._unread(agent, 'no image tag')}; operator: "
                 f"{self._unread(operator, 'no Deployment ' + OPERATOR_NAME)})"
             )
-        findings = [f for c in (agent, operator) if c is not None for f in self._off_the_line(ctx, c)]
+        findings = [f for c in _one_per_release(agent, operator) for f in self._off_the_line(ctx, c)]
         findings += [self._pinned(c) for c in (chart_agent, chart_operator) if c is not None and c.pinned]
         findings += [f for running, chart in ((running_agent, chart_agent), (running_operator, chart_operator))
                      for f in self._not_rolled_out(running, chart)]
@@ -283,10 +294,11 @@ class CiliumVersionSkew(Rule):
         if line is None or component.version[:2] == line:
             return
         severity: Severity | None = None
+        verb = "are" if " and " in component.label else "is"
         if component.version[:2] < line:
-            message = f"Cilium {component.label} {component.text} is below the posture's line {line_text}"
+            message = f"Cilium {component.label} {component.text} {verb} below the posture's line {line_text}"
         else:
-            message = (f"Cilium {component.label} {component.text} is newer than the posture's line {line_text}: "
+            message = (f"Cilium {component.label} {component.text} {verb} newer than the posture's line {line_text}: "
                        "update the posture")
             severity = Severity.WARNING
         yield Finding(object=component.where[0], message=message, source=component.where[1], severity=severity)
