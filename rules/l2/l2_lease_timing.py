@@ -103,7 +103,7 @@ class L2LeaseTiming(Rule):
             "client-go NewLeaderElector refuses leaseDuration <= renewDeadline, renewDeadline <= "
             "time.Duration(1.2 x retryPeriod) and any value below 1ns, in that order; RunOrDie panics on a "
             "refused configuration. The Lease records int(leaseDuration / 1s) seconds.",
-            "client-go (kubernetes 1.2x)",
+            "client-go tools/leaderelection, read at kubernetes 0138c828",
             CLIENT_GO_SOURCE,
         ),
         Fact(
