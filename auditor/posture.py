@@ -34,6 +34,7 @@ FIELDS: dict[str, str] = {
     "exposure.gatewayHostNetwork": "gateway_host_network",
     "exposure.lbIpamL2": "lb_ipam_l2_armed",
     "exposure.approvedLbIpamRanges": "approved_lb_ipam_ranges",
+    "l2.maxFailoverSeconds": "l2_max_failover_seconds",
     "defaultDeny.excludedNamespaces": "excluded_namespaces",
     "expected.ciliumVersionLine": "cilium_version_line",
     "expected.gatewayApiBundleVersion": "gateway_api_bundle_version",
@@ -54,6 +55,8 @@ class Posture:
     gateway_host_network: bool = True
     lb_ipam_l2_armed: bool = False
     approved_lb_ipam_ranges: tuple[str, ...] = (BENCH_POOL_RANGE,)
+    # The longest L2 announcement failover the platform accepts, in seconds; None: no bound.
+    l2_max_failover_seconds: float | None = None
     excluded_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED_NAMESPACES
     cilium_version_line: str = "1.19"
     gateway_api_bundle_version: str = "v1.4"
@@ -135,6 +138,9 @@ def load(path: str | None) -> Posture:
     posture.lb_ipam_l2_armed = exposure.get("lbIpamL2", posture.lb_ipam_l2_armed)
     if "approvedLbIpamRanges" in exposure:
         posture.approved_lb_ipam_ranges = tuple(exposure["approvedLbIpamRanges"])
+    l2 = data.get("l2", {})
+    if "maxFailoverSeconds" in l2:
+        posture.l2_max_failover_seconds = float(l2["maxFailoverSeconds"])
     default_deny = data.get("defaultDeny", {})
     if "excludedNamespaces" in default_deny:
         posture.excluded_namespaces = tuple(default_deny["excludedNamespaces"])

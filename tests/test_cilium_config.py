@@ -172,6 +172,8 @@ HELM_EXAMPLES: dict[str, tuple[str, str]] = {
     "cluster-pool-ipv6-cidr": ("ipv6: {enabled: true}\nipam: {operator: {clusterPoolIPv6PodCIDRList: ['fd00::/104']}}",
                                "fd00::/104"),
     "agent-version": ("image: {tag: v1.19.3}", "1.19.3"),
+    "operator-version": ("operator: {image: {override: 'quay.io/cilium/operator-generic:v1.19.1@sha256:ab'}}",
+                         "1.19.1"),
 }
 
 
@@ -238,6 +240,7 @@ spec:
         "kube-proxy-replacement": "true",
         "enable-l2-announcements": "true",
         "agent-version": "1.19.1",
+        "operator-version": "1.19.1",  # one chart version sets both images
     }
     setting = config.get("kube-proxy-replacement")
     assert setting is not None and setting.ref is not None
@@ -324,6 +327,7 @@ spec:
         "l2-announcements-renew-deadline": "4s",
         "routing-mode": "native",
         "agent-version": "1.19.1",
+        "operator-version": "1.19.1",
     }
     origins = {key: setting.origin.split(" of ")[0] for key, setting in config.settings.items()}
     assert origins["kube-proxy-replacement"] == "spec.source.helm.valuesObject.kubeProxyReplacement"

@@ -277,12 +277,10 @@ def _apply_helm(config: CiliumConfig, helm: HelmValues) -> None:
     for key, value, path in helm_settings(helm.values):
         seen.add(key)
         config._offer(key, _setting(value, helm.describe(path), helm.ref, helm.source_of(path)))
-    if keys.AGENT_VERSION not in seen and helm.chart_version:
-        # The chart's default image tag is the chart's own version.
-        config._offer(
-            keys.AGENT_VERSION,
-            _setting(helm.chart_version, f"chart version of {helm.origin}", helm.ref, helm.source),
-        )
+    for key in (keys.AGENT_VERSION, keys.OPERATOR_VERSION):
+        if key not in seen and helm.chart_version:
+            # The chart's default image tags are the chart's own version.
+            config._offer(key, _setting(helm.chart_version, f"chart version of {helm.origin}", helm.ref, helm.source))
 
 
 # --- resolution ------------------------------------------------------------------

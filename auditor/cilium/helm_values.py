@@ -139,7 +139,10 @@ def derived_settings(values: Mapping[str, Any]) -> Iterator[HelmSetting]:
     yield from _policy_enforcement(values)
     yield from _encryption(values)
     yield from _cluster_pool_cidrs(values)
-    yield from _agent_image(values)
+    yield from _image_version(as_mapping(values.get("image")), keys.AGENT_VERSION, ("image",))
+    yield from _image_version(
+        as_mapping(as_mapping(values.get("operator")).get("image")), keys.OPERATOR_VERSION, ("operator", "image")
+    )
 
 
 def _policy_enforcement(values: Mapping[str, Any]) -> Iterator[HelmSetting]:
@@ -196,16 +199,16 @@ def _cluster_pool_cidrs(values: Mapping[str, Any]) -> Iterator[HelmSetting]:
             yield key, cidrs, path
 
 
-def _agent_image(values: Mapping[str, Any]) -> Iterator[HelmSetting]:
-    """The agent image tag is the version that runs (`image.override` replaces the whole reference)."""
-    image = as_mapping(values.get("image"))
+def _image_version(image: Mapping[str, Any], key: str, at: ValuesPath) -> Iterator[HelmSetting]:
+    """The version an image of the chart runs: the tag of `<image>.override` (which replaces the whole
+    reference), else `<image>.tag`; neither set, the chart's own version (added by the caller)."""
     override, tag = image.get("override"), image.get("tag")
     if isinstance(override, str) and override:
         version = image_tag_version(override)
         if version:
-            yield keys.AGENT_VERSION, version, ("image", "override")
+            yield key, version, (*at, "override")
     elif isinstance(tag, str) and tag:
-        yield keys.AGENT_VERSION, tag[1:] if tag.startswith("v") else tag, ("image", "tag")
+        yield key, tag[1:] if tag.startswith("v") else tag, (*at, "tag")
 
 
 # --- values files (--cilium-values) --------------------------------------------

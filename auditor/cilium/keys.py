@@ -1,9 +1,11 @@
 """The vocabulary of the Cilium configuration: its keys, where each one is read, the Helm values behind it.
 
 A *key* is what rules ask for: a cilium-config ConfigMap key (`kube-proxy-replacement`)
-or one of three pseudo-keys for what the agent DaemonSet carries instead of the
+or one of the pseudo-keys for what the agent DaemonSet carries instead of the
 ConfigMap (`agent-version`, the agent image tag; `env.KUBERNETES_SERVICE_HOST` and
-`env.KUBERNETES_SERVICE_PORT`, its environment). `KEYS` says, for every key the
+`env.KUBERNETES_SERVICE_PORT`, its environment) and for the operator image the
+same Helm release renders (`operator-version`, Helm values only: the operator
+Deployment itself is read by the rules that need it). `KEYS` says, for every key the
 auditor knows, which Helm values of the `cilium` chart render it and how, so that
 GitOps input holding only Helm values answers the same question as a cluster's
 ConfigMap. A key no Helm value renders says why (`configmap_only`).
@@ -40,6 +42,7 @@ SOURCE_KINDS = (*CONFIG_KINDS, kinds.OCI_REPOSITORY)
 
 # The pseudo-keys (not cilium-config keys: the agent DaemonSet carries them).
 AGENT_VERSION = "agent-version"
+OPERATOR_VERSION = "operator-version"
 ENV_HOST = "env.KUBERNETES_SERVICE_HOST"
 ENV_PORT = "env.KUBERNETES_SERVICE_PORT"
 AGENT_ENV_NAMES = {ENV_HOST: "KUBERNETES_SERVICE_HOST", ENV_PORT: "KUBERNETES_SERVICE_PORT"}
@@ -142,6 +145,10 @@ KEYS: dict[str, Key] = {
              rendering=Rendering.DERIVED, condition="space-joined, in cluster-pool IPAM with ipv6.enabled"),
         _key(AGENT_VERSION, "image.tag", "image.override", rendering=Rendering.DERIVED,
              condition="the agent image tag; image.override wins; else the chart version"),
+        # The chart renders both images from one version (values.yaml.tmpl: image.tag and
+        # operator.image.tag are both ${CILIUM_VERSION}; templates/cilium-operator/_helpers.tpl).
+        _key(OPERATOR_VERSION, "operator.image.tag", "operator.image.override", rendering=Rendering.DERIVED,
+             condition="the operator image tag; operator.image.override wins; else the chart version"),
     )
 }
 

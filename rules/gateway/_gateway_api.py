@@ -7,9 +7,20 @@ not crash a rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from auditor.api import K8sObject, RuleContext, Snapshot, as_list, as_str, cilium_keys, kinds, parse_version
+from auditor.api import (
+    K8sObject,
+    RuleContext,
+    Setting,
+    Snapshot,
+    as_list,
+    as_str,
+    cilium_keys,
+    kinds,
+    parse_version,
+)
 
 # GatewayClass controllerName of Cilium's Gateway API implementation, and the
 # class name its Helm chart creates (docs/cilium-facts.md §5.3).
@@ -84,21 +95,49 @@ def cert_manager_issuer(gateway: K8sObject) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class HostNetworkMode:
+    """Cilium's Gateway mode as the input's Cilium configuration sets it."""
+
+    enabled: bool
+    why: str  # `gateway-api-hostnetwork-enabled=true (from ...)`, or "not set (default off)"
+    setting: Setting | None  # the setting in effect; None when the key is absent (Cilium's default)
+
+
+def configured_host_network(ctx: RuleContext) -> HostNetworkMode | None:
+    """The Gateway mode the Cilium configuration sets, or None when the input does not show it.
+
+    Absent from a known configuration, the key is off (Helm's gatewayAPI.hostNetwork.enabled
+    defaults to false). A `${VAR}` value counts as not shown.
+    """
+    setting = ctx.concrete_setting(HOST_NETWORK_KEY)
+    if setting is not None:
+        why = f"{HOST_NETWORK_KEY}={setting.value} (from {setting.origin})"
+        return HostNetworkMode(setting.as_bool(), why, setting)
+    if ctx.settings_known and not ctx.setting_sources(HOST_NETWORK_KEY):
+        return HostNetworkMode(False, f"{HOST_NETWORK_KEY} is not set in the Cilium configuration (default off)", None)
+    return None
+
+
 def host_network_mode(ctx: RuleContext) -> tuple[bool, str]:
     """Whether the Gateway runs in hostNetwork mode, and where that comes from.
 
-    The Cilium configuration decides when the input shows it (absent, the key
-    is off: Helm's gatewayAPI.hostNetwork.enabled defaults to false); otherwise
-    the posture's expectation (gatewayHostNetwork, default true) stands in.
+    The Cilium configuration decides what Cilium does when the input shows it;
+    otherwise the posture's expectation (gatewayHostNetwork, default true) stands
+    in. When both are known and disagree, the reason says so: the posture is the
+    expectation, and gateway-host-network-mismatch reports the difference.
     """
-    shown = ctx.setting_sources(HOST_NETWORK_KEY)
-    if ctx.settings_known and not shown:
-        return False, f"{HOST_NETWORK_KEY} is not set in the Cilium configuration (default off)"
-    setting = ctx.concrete_setting(HOST_NETWORK_KEY)
-    if setting is not None:
-        return setting.as_bool(), f"{HOST_NETWORK_KEY}={setting.value} (from {setting.origin})"
     expected = bool(ctx.posture.gateway_host_network)
-    return expected, f"posture gatewayHostNetwork={str(expected).lower()} (the input does not show {HOST_NETWORK_KEY})"
+    configured = configured_host_network(ctx)
+    if configured is None:
+        shown = f"(the input does not show {HOST_NETWORK_KEY})"
+        return expected, f"posture gatewayHostNetwork={str(expected).lower()} {shown}"
+    if configured.enabled != expected:
+        return configured.enabled, (
+            f"{configured.why}, although the posture expects gatewayHostNetwork={str(expected).lower()} "
+            "(gateway-host-network-mismatch)"
+        )
+    return configured.enabled, configured.why
 
 
 def bundle_version(text: object) -> tuple[int, ...] | None:

@@ -7,15 +7,17 @@ opening (`ipBlock 0.0.0.0/0` on 443) from one that undoes default deny.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from auditor.api import K8sObject, as_list, as_mapping, as_str, is_empty_selector, selector_matches, strip_source
+from auditor_rules.policy._address_space import Reach, RuleReach
 
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
-WHOLE_ADDRESS_SPACE = ("0.0.0.0/0", "::/0")
 # Cilium entities that stand for "any peer" (`all`) or "any peer outside the
 # cluster" (`world`, split per address family in dual-stack clusters).
 ANYWHERE_ENTITIES = ("all", "world", "world-ipv4", "world-ipv6")
+_WORLD_FAMILIES = {"world": (4, 6), "world-ipv4": (4,), "world-ipv6": (6,)}
 
 # A Cilium rule entry naming no peer at all (`{}`, or only toPorts) is not
 # read as "from anywhere" here: `ingress: [{}]` is upstream's documented
@@ -23,10 +25,6 @@ ANYWHERE_ENTITIES = ("all", "world", "world-ipv4", "world-ipv6")
 _CILIUM_ENTITIES = {"ingress": "fromEntities", "egress": "toEntities"}
 _CILIUM_CIDRS = {"ingress": "fromCIDR", "egress": "toCIDR"}
 _CILIUM_CIDR_SETS = {"ingress": "fromCIDRSet", "egress": "toCIDRSet"}
-
-
-def _whole_space(cidr: object) -> bool:
-    return isinstance(cidr, str) and cidr.strip() in WHOLE_ADDRESS_SPACE
 
 
 # --- Kubernetes NetworkPolicy -------------------------------------------------
@@ -48,8 +46,17 @@ def network_policy_directions(policy: K8sObject) -> list[str]:
     return ["ingress"] + (["egress"] if as_list(spec.get("egress")) else [])
 
 
-def network_policy_open_rules(policy: K8sObject, direction: str) -> list[str]:
-    """Descriptions of the rules that allow `direction` from/to anywhere on every port."""
+@dataclass(frozen=True)
+class OpenRule:
+    """A rule that opens a direction on every port: where it is, what it allows, how far that reaches."""
+
+    description: str
+    reach: Reach
+
+
+def network_policy_open_rules(policy: K8sObject, direction: str) -> list[OpenRule]:
+    """The rules that allow `direction` on every port from/to every peer or a whole address space
+    (an ipBlock 0.0.0.0/0 or ::/0, whatever it excepts: the except list decides how far it reaches)."""
     peer_key = "from" if direction == "ingress" else "to"
     out = []
     for index, rule in enumerate(as_list(policy.spec.get(direction))):
@@ -57,16 +64,19 @@ def network_policy_open_rules(policy: K8sObject, direction: str) -> list[str]:
             continue
         peers = rule.get(peer_key)
         if peers is None or peers == []:
-            out.append(f"rule #{index + 1} has no {peer_key} and no ports")
+            out.append(OpenRule(f"rule #{index + 1} has no {peer_key} and no ports: every peer, in the cluster "
+                                "and outside", Reach.ANYWHERE))
             continue
+        reach, blocks = RuleReach(), []
         for peer in as_list(peers):
             block = as_mapping(as_mapping(peer).get("ipBlock"))
-            cidr = block.get("cidr")
-            if _whole_space(cidr):
-                excepted = [e for e in as_list(block.get("except")) if isinstance(e, str)]
-                but = f" except {', '.join(excepted)}" if excepted else ""
-                out.append(f"rule #{index + 1} allows ipBlock {cidr}{but} on every port")
-                break
+            excepts = [e for e in as_list(block.get("except")) if isinstance(e, str)]
+            cidr = reach.add_cidr(block.get("cidr"), excepts)
+            if cidr is not None:
+                blocks.append(f"ipBlock {cidr}" + (f" except {', '.join(excepts)}" if excepts else ""))
+        opened = reach.opened()
+        if opened is not None:
+            out.append(OpenRule(f"rule #{index + 1} allows {'; '.join(blocks)}: {reach.describe()}", opened))
     return out
 
 
@@ -96,26 +106,36 @@ def selector_selects_namespace(selector: object, namespace: str) -> bool:
     return namespace_only_selector(selector) and selector_matches(selector, {NAMESPACE_LABEL: namespace})
 
 
-def cilium_open_entries(rule: dict[str, Any], direction: str) -> list[str]:
-    """Descriptions of the entries of a Cilium rule that allow `direction` from/to anywhere
-    on every port: `*Entities: [all|world]` or a 0.0.0.0/0 (::/0) CIDR, with no toPorts."""
+def cilium_open_entries(rule: dict[str, Any], direction: str) -> list[OpenRule]:
+    """The entries of a Cilium rule that allow `direction` on every port (no toPorts) from/to every peer
+    (`*Entities: [all]`) or a whole address space (`world`, `world-ipv4`, `world-ipv6`, a 0.0.0.0/0 or
+    ::/0 CIDR or CIDR set, whatever it excepts)."""
     out = []
     for index, entry in enumerate(as_list(rule.get(direction))):
         if not isinstance(entry, dict) or as_list(entry.get("toPorts")):
             continue
-        where = f"{direction}[{index}]"
+        reach, shown = RuleReach(), []
         entities_key = _CILIUM_ENTITIES[direction]
-        entities = [e for e in as_list(entry.get(entities_key)) if isinstance(e, str)]
-        wide = [e for e in entities if e.strip().lower() in ANYWHERE_ENTITIES]
+        entities = [e.strip().lower() for e in as_list(entry.get(entities_key)) if isinstance(e, str)]
+        wide = [e for e in entities if e in ANYWHERE_ENTITIES]
+        for entity in wide:
+            if entity == "all":
+                reach.anywhere = True
+            else:
+                reach.add_world(_WORLD_FAMILIES[entity])
         if wide:
-            out.append(f"{where} {entities_key}: [{', '.join(wide)}] with no toPorts")
-            continue
-        cidrs = [c for c in as_list(entry.get(_CILIUM_CIDRS[direction])) if _whole_space(c)]
-        cidrs += [
-            as_str(as_mapping(item).get("cidr"))
-            for item in as_list(entry.get(_CILIUM_CIDR_SETS[direction]))
-            if _whole_space(as_mapping(item).get("cidr"))
-        ]
+            shown.append(f"{entities_key}: [{', '.join(wide)}]")
+        cidrs = [c for c in as_list(entry.get(_CILIUM_CIDRS[direction])) if reach.add_cidr(c) is not None]
+        for item in as_list(entry.get(_CILIUM_CIDR_SETS[direction])):
+            item = as_mapping(item)
+            excepts = [e for e in as_list(item.get("except")) if isinstance(e, str)]
+            cidr = reach.add_cidr(item.get("cidr"), excepts)
+            if cidr is not None:
+                cidrs.append(cidr + (f" except {', '.join(excepts)}" if excepts else ""))
         if cidrs:
-            out.append(f"{where} allows {', '.join(cidrs)} with no toPorts")
+            shown.append(f"allows {', '.join(cidrs)}")
+        opened = reach.opened()
+        if opened is not None:
+            out.append(OpenRule(f"{direction}[{index}] {', '.join(shown)} with no toPorts: {reach.describe()}",
+                                opened))
     return out
