@@ -27,7 +27,7 @@ def stdin_is_closed() -> bool:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...", type=click.Path(allow_dash=True))
 @audit_options
 @click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
               help="Refuse input files larger than this.")
