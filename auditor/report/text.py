@@ -38,7 +38,9 @@ from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Verbosity
 from auditor.report.sources import ConfigSources
 
-_COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2"}
+_COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
+# The severity of a failed finding, coloured; an excepted one is dimmed, severity and all.
+SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
 MIN_WIDTH = 20  # below this, lines are laid out as if 20 wide (and overflow)
 MIN_MESSAGE_WIDTH = 32  # a table whose message column would be narrower is laid out as blocks
 COLUMN_GAP = "  "
@@ -103,26 +105,31 @@ def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> li
     """`text` in lines of at most `width` columns, broken at spaces only.
 
     The first line starts with `indent`, the others with `hang` (default:
-    `indent`). A word longer than a line is never cut: it stands alone on its
-    line, which then overflows. Linear in the length of `text`.
+    `indent`). An `indent` that is more than spaces is a prefix (`FAILED id `):
+    the first word goes after it when it fits, else on the next line. A word
+    longer than a line is never cut: it stands alone on its line, which then
+    overflows. Linear in the length of `text`; lines carry no trailing space.
     """
     hang = indent if hang is None else hang
     width = max(width, MIN_WIDTH)
     lines: list[str] = []
-    current: list[str] = [indent]
-    length = len(indent)
-    fresh = True  # nothing but the indent on the current line yet
+    line = indent
+    bare = not indent.strip()  # only indentation so far: the next word goes here, whatever its length
     for word in text.split():
-        if not fresh and length + 1 + len(word) > width:
-            lines.append("".join(current))
-            current, length, fresh = [hang], len(hang), True
-        if not fresh:
-            current.append(" ")
-            length += 1
-        current.append(word)
-        length += len(word)
-        fresh = False
-    lines.append("".join(current))
+        separator = "" if bare or line.endswith(" ") else " "
+        if not bare and len(line) + len(separator) + len(word) > width:
+            lines.append(line.rstrip())
+            line, separator = hang, ""
+        line += separator + word
+        bare = False
+    lines.append(line.rstrip())
+    return lines
+
+
+def _restyle(lines: list[str], plain: str, styled: str) -> list[str]:
+    """`lines` with the `plain` prefix of the first one replaced by its `styled` (coloured) form."""
+    if lines and lines[0].startswith(plain):
+        lines[0] = styled + lines[0][len(plain):]
     return lines
 
 
@@ -140,6 +147,7 @@ class _Row:
     status: str
     colour: str
     severity: str
+    severity_colour: str
     target: str
     message: str
     where: str
@@ -159,7 +167,7 @@ class _Context:
 
 def _status(finding: Finding, baseline: Baseline | None) -> tuple[str, str]:
     if finding.status is FindingStatus.EXCEPTED:
-        return "excepted", "yellow"
+        return "excepted", "dim"
     if baseline is not None:
         return ("failed (baseline)", "yellow") if baseline.state(finding) == UNCHANGED else ("failed (new)", "red")
     return "failed", "red"
@@ -174,10 +182,12 @@ def _row(finding: Finding, ctx: _Context) -> _Row:
         where = f" ({ctx.sources.entry_location(usage.entry)})" if usage is not None else ""
         exception = f"excepted by {shown(applied.name, LINE_LIMIT)}{where}: {shown(applied.reason, REASON_LIMIT)}"
     target = finding.object.display if not finding.cluster else f"{finding.cluster}: {finding.object.display}"
+    severity = finding.severity.value if finding.severity else ""
     return _Row(
         status=status,
         colour=colour,
-        severity=finding.severity.value if finding.severity else "",
+        severity=severity,
+        severity_colour="dim" if finding.status is FindingStatus.EXCEPTED else SEVERITY_COLOURS.get(severity, "bold"),
         target=shown(target, OBJECT_LIMIT),
         message=shown(finding.message, MESSAGE_LIMIT),
         where=shown(str(finding.source), WHERE_LIMIT) if finding.source else "",
@@ -215,10 +225,11 @@ class _Columns:
 def _table(rows: list[_Row], columns: _Columns, style: _Style) -> list[str]:
     status_w, severity_w, target_w, message_w, _ = columns.widths
 
-    def line(cells: tuple[str, str, str, str, str], status_colour: str | None = None) -> str:
+    def line(cells: tuple[str, str, str, str, str], row: _Row | None = None) -> str:
         padded = [cell.ljust(width) for cell, width in zip(cells, columns.widths, strict=True)]
-        if status_colour is not None:
-            padded[0] = style(cells[0], status_colour) + " " * (status_w - len(cells[0]))
+        if row is not None:  # colour the words, pad outside the colour codes
+            padded[0] = style(cells[0], row.colour) + " " * (status_w - len(cells[0]))
+            padded[1] = style(cells[1], row.severity_colour) + " " * (severity_w - len(cells[1]))
         return (TABLE_INDENT + COLUMN_GAP.join(padded)).rstrip()
 
     lines = [line(HEADERS), line(("-" * status_w, "-" * severity_w, "-" * target_w, "-" * message_w,
@@ -226,16 +237,16 @@ def _table(rows: list[_Row], columns: _Columns, style: _Style) -> list[str]:
     for row in rows:
         text = f"{row.message} [{row.exception}]" if row.exception else row.message
         message_lines = wrap(text, message_w)
-        lines.append(line((row.status, row.severity, row.target, message_lines[0], row.where), row.colour))
+        lines.append(line((row.status, row.severity, row.target, message_lines[0], row.where), row))
         lines.extend(line(("", "", "", more, "")) for more in message_lines[1:])
     return lines
 
 
 def _block(row: _Row, ctx: _Context) -> list[str]:
     """One finding on its own lines: status, severity and object; where; the message; the exception."""
-    prefix = f"  {row.status}  {row.severity}  "
-    lines = wrap(row.target, ctx.width, prefix, "      ")
-    lines[0] = f"  {ctx.style(row.status, row.colour)}{lines[0][2 + len(row.status):]}"
+    lines = wrap(row.target, ctx.width, f"  {row.status}  {row.severity}  ", "      ")
+    status, severity = ctx.style(row.status, row.colour), ctx.style(row.severity, row.severity_colour)
+    _restyle(lines, f"  {row.status}  {row.severity}", f"  {status}  {severity}")
     if row.where:
         lines += wrap(f"at {row.where}", ctx.width, "    ", "       ")
     lines += wrap(row.message, ctx.width, "    ")
@@ -261,10 +272,10 @@ def _tables_fit(result: AuditResult, ctx: _Context) -> bool:
 
 def _heading(label: str, colour: str, rule_result: RuleResult, ctx: _Context) -> list[str]:
     """`LABEL rule-id (severity): title`, the label and id always on the first line."""
-    prefix = f"{label} {rule_result.id} "
-    lines = wrap(f"({rule_result.severity.value}): {rule_result.title}", ctx.width, prefix, "  ")
-    lines[0] = f"{ctx.style(label, colour)} {ctx.style(rule_result.id, 'bold')} {lines[0][len(prefix):]}"
-    return lines
+    lines = wrap(f"({rule_result.severity.value}): {rule_result.title}", ctx.width, f"{label} {rule_result.id} ",
+                 "  ")
+    return _restyle(lines, f"{label} {rule_result.id}",
+                    f"{ctx.style(label, colour)} {ctx.style(rule_result.id, 'bold')}")
 
 
 def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
@@ -335,8 +346,7 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
 def _labelled(label: str, colour: str, rest: str, ctx: _Context, indent: str = "", hang: str = "  ") -> list[str]:
     """`LABEL rest`, wrapped with a hanging indent, the label coloured (and always on the first line)."""
     lines = wrap(rest, ctx.width, f"{indent}{label} ", hang)
-    lines[0] = f"{indent}{ctx.style(label, colour)} {lines[0][len(indent) + len(label) + 1:]}"
-    return lines
+    return _restyle(lines, f"{indent}{label}", f"{indent}{ctx.style(label, colour)}")
 
 
 def _verdicts(result: AuditResult, ctx: _Context) -> list[str]:
@@ -368,8 +378,14 @@ def first_line(text: str, width: int) -> str:
     """`text` if it fits `width` columns, else as many of its words as fit, then `…` (one line, never mid-word)."""
     if len(text) <= width:
         return text
-    kept = wrap(text, max(width - 2, 1))[0] if width > 2 else ""
-    return f"{kept} …" if kept else "…"
+    kept: list[str] = []
+    length = 0
+    for word in text.split():
+        if length + len(word) + 2 > width:  # room for the word, a space and the ellipsis
+            break
+        kept.append(word)
+        length += len(word) + 1
+    return " ".join([*kept, "…"])
 
 
 def _duplicate_remark(duplicate: DuplicateObject) -> str:
