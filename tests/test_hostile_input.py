@@ -1037,7 +1037,7 @@ def test_a_report_file_the_user_may_not_write_is_refused(shared_tmp: Path) -> No
     assert readonly.read_text(encoding="utf-8") == '{"kept": true}\n'
 
 
-@pytest.mark.parametrize("name", ["json", "junit", "sarif", "markdown", "prometheus"])
+@pytest.mark.parametrize("name", ["json", "junit", "sarif", "markdown", "prometheus", "codequality"])
 def test_dash_is_standard_output_for_every_report_option(tmp_path: Path, name: str) -> None:
     manifest = str(_manifest(tmp_path))
     as_format = run_measured(manifest, "--format", name, "--as-of", "2026-11-29", cwd=tmp_path)
