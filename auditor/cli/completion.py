@@ -99,8 +99,22 @@ class KubeContextType(click.types.StringParamType):
         return [CompletionItem(name) for name in contexts if name.startswith(incomplete)]
 
 
+class InputPathType(click.types.StringParamType):
+    """A path to audit (or `-`): a plain string, left for the auditor to open and judge, completed as a path.
+
+    Not `click.Path`: that checks readability itself, and an unreadable file
+    must get the auditor's own one-line error (file and reason), not a usage error.
+    """
+
+    name = "path"
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        return [CompletionItem(incomplete, type="file")]
+
+
 RULE_ID = RuleIdType()
 KUBE_CONTEXT = KubeContextType()
+INPUT_PATH = InputPathType()
 
 
 def complete_known_options(command: click.Command) -> click.Command:
