@@ -122,6 +122,13 @@ def test_outcomes_match_the_json_report(ci_run, root) -> None:
     assert totals["errors"] == 0
 
 
+def test_every_suite_names_the_posture_and_exceptions_in_force(root) -> None:
+    for suite in root.findall("testsuite"):
+        properties = {p.get("name"): p.get("value") for p in suite.find("properties").findall("property")}
+        assert properties["posture"] == "built-in platform defaults"
+        assert properties["exceptions"].endswith("tests/fixtures/ci/exceptions.yaml")
+
+
 def test_junit_agrees_with_the_exit_code(tmp_path) -> None:
     """A finding below --fail-on is a skipped case in a green job, with its severity; at the gate it fails."""
     warning_rule = ("lb-pool-v2alpha1",)  # a warning: the main tree's pool is still cilium.io/v2alpha1

@@ -14,7 +14,9 @@ so a green job never shows red tests and a red one names what failed it:
   that fails the run (`--require-complete`, always with `audit live`) and
   skipped, with the reason, when it does not.
 
-The output validates against the JUnit schema Jenkins' xUnit plugin uses
+Every suite's properties name the posture and exception list the audit was
+judged against (`built-in platform defaults`, or the file). The output
+validates against the JUnit schema Jenkins' xUnit plugin uses
 (tests/test_reports_junit.py checks it); junit-xml builds the elements, and
 the `disabled` attribute it adds (not in that schema) is dropped.
 """
@@ -29,6 +31,7 @@ from junit_xml import TestCase, TestSuite
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus
+from auditor.report.sources import ConfigSources
 
 
 def _case_name(ref: ObjectRef, cluster: str | None = None) -> str:
@@ -118,6 +121,12 @@ def _sanitize(element: ET.Element) -> None:
             node.attrib[key] = _xml_safe(value)  # type: ignore[assignment]
 
 
+def _sources(result: AuditResult) -> dict[str, str]:
+    """Each suite's properties: the posture and exception list the audit was judged against."""
+    sources = ConfigSources.of(result)
+    return {"posture": sources.posture, "exceptions": sources.exceptions}
+
+
 def render(result: AuditResult) -> str:
     root = ET.Element("testsuites", {"name": "cilium-exposure-audit"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
@@ -126,6 +135,7 @@ def render(result: AuditResult) -> str:
     if result.duplicates:
         suites.append(_input_suite(result.duplicates))
     for test_suite in suites:
+        test_suite.properties = _sources(result)
         suite = test_suite.build_xml_doc()
         suite.attrib.pop("disabled", None)
         suite.attrib.pop("time", None)  # no timings: the same input gives the same bytes

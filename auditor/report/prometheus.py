@@ -14,6 +14,8 @@ or any sidecar serving the file. Metrics (all gauges, prefix `cilium_exposure_au
   `exceptions{status}` (the entries of an exception file: alert on `unused`
   to find stale ones), `exceptions_builtin{status}` (the entries of the
   built-in list, which the user cannot remove), `info{version}`,
+  `config_info{posture,exceptions}` (whose configuration: "built-in platform
+  defaults" or the file),
   `baseline_findings{state}` with a baseline;
 - `last_run_timestamp_seconds` — when the report was rendered (Unix time;
   `SOURCE_DATE_EPOCH` overrides it). This one metric makes the format the only
@@ -205,9 +207,12 @@ def _baseline_family(out: _Exposition, baseline: Baseline, cluster: str | None) 
     )
 
 
-def _tool_families(out: _Exposition, cluster: str | None, now: float) -> None:
+def _tool_families(out: _Exposition, result: AuditResult, cluster: str | None, now: float) -> None:
     out.family("info", "The auditor that produced these metrics.",
                [(_with_cluster({"version": __version__}, cluster), 1)])
+    sources = ConfigSources.of(result)
+    out.family("config_info", "The posture and exception list the audit was judged against (built-in or a file).",
+               [(_with_cluster({"posture": sources.posture, "exceptions": sources.exceptions}, cluster), 1)])
     out.family(
         "last_run_timestamp_seconds",
         "Unix time the last audit's report was written (SOURCE_DATE_EPOCH overrides it).",
@@ -224,5 +229,5 @@ def render(result: AuditResult, now: float | None = None) -> str:
     _exceptions_family(out, result, clusters.status)
     if result.baseline is not None:
         _baseline_family(out, result.baseline, clusters.status)
-    _tool_families(out, clusters.status, _now() if now is None else now)
+    _tool_families(out, result, clusters.status, _now() if now is None else now)
     return out.text()
