@@ -192,6 +192,8 @@ def test_first_word_offers_commands_and_paths(shell) -> None:
     assert items[0][:2] == ("file", "")  # the shell completes paths: `audit manifests/` stays one TAB away
     assert {"scan", "live", "rules", "explain", "diff", "version"} <= set(_values(items))
     assert "diff" in _values(_complete(shell, "audit di", 1))
+    options = _complete(shell, "audit manifests/ --base", 2)
+    assert _values(options) == ["--baseline"] and all(kind != "file" for kind, _, _ in options)  # an option: no paths
 
 
 def test_first_word_offers_commands_and_paths_fish() -> None:
