@@ -69,7 +69,8 @@ def test_valid_for_gitlab_and_one_issue_per_finding(ci_run) -> None:
         assert (CI / issue["location"]["path"]).is_file()  # relative to the working directory (the repository)
         if finding["status"] == "excepted":
             assert issue["severity"] == "info"
-            assert f"(excepted by {finding['exception']['name']}: {finding['exception']['reason']})" in issue["description"]
+            exception = finding["exception"]
+            assert f"(excepted by {exception['name']}: {exception['reason']})" in issue["description"]
         else:
             assert issue["severity"] == SEVERITY[finding["severity"]]
 
@@ -78,8 +79,10 @@ def test_fingerprints_are_unique_and_follow_rule_and_object(ci_run, tmp_path) ->
     issues = json.loads(ci_run.text("codequality"))
     assert len({issue["fingerprint"] for issue in issues}) == len(issues)
     main = audit_ci(tmp_path, "main", rules=None, formats=("codequality", "json"))
-    before = {(i["check_name"], i["description"].split(":")[0]): i["fingerprint"] for i in json.loads(main.text("codequality"))}
-    after = {(i["check_name"], i["description"].split(":")[0]): i["fingerprint"] for i in issues}
+    def by_rule_and_object(found: list[dict]) -> dict[tuple[str, str], str]:
+        return {(i["check_name"], i["description"].split(":")[0]): i["fingerprint"] for i in found}
+
+    before, after = by_rule_and_object(json.loads(main.text("codequality"))), by_rule_and_object(issues)
     same = set(before) & set(after)
     assert same and all(before[key] == after[key] for key in same)  # other tree, other lines: same issue
 

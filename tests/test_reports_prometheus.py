@@ -85,8 +85,8 @@ def test_run_level_gauges(ci_run, metrics) -> None:
 
 def test_builtin_entries_are_counted_apart_so_stale_alerts_mean_your_file(tmp_path) -> None:
     """With the built-in list, `exceptions{status="unused"}` stays 0: only a file's unused entries are stale."""
-    from tests.conftest import run_cli
     from tests.ci_support import CI
+    from tests.conftest import run_cli
 
     result = run_cli(str(CI / "mr"), "--rule", "nodeport-service-not-excepted", "--format", "prometheus",
                      cwd=tmp_path)

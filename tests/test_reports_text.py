@@ -10,6 +10,7 @@ the width and colour are the ones the command itself detects.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -101,7 +102,8 @@ def test_a_table_only_when_every_row_fits(columns: int, table: bool) -> None:
     assert ("  STATUS  SEVERITY  OBJECT" in report) is table
     lines = report.splitlines()
     # One block per finding: status, severity and object, then where ("at ...") on the next line.
-    blocks = [line for line, after in zip(lines, lines[1:]) if line.startswith("  failed  ") and after.startswith("    at ")]
+    blocks = [line for line, after in itertools.pairwise(lines)
+              if line.startswith("  failed  ") and after.startswith("    at ")]
     assert len(blocks) == (0 if table else 10)
 
 
@@ -227,7 +229,8 @@ def test_the_report_names_the_posture_and_exception_sources(tmp_path: Path) -> N
     posture.write_text("exposure:\n  lbIpamL2: true\n", encoding="utf-8")
     _, files = _report(CI_MR, *CI_EXCEPTIONS, "--posture", str(posture), columns=200)
     assert files.splitlines()[1] == (f"Posture: {posture}; exceptions: tests/fixtures/ci/exceptions.yaml (3 entries)")
-    assert "note: exception legacy-ftp matched nothing (tests/fixtures/ci/exceptions.yaml:15: stale? remove it)" in files
+    assert ("note: exception legacy-ftp matched nothing (tests/fixtures/ci/exceptions.yaml:15: stale? remove it)"
+            in files)
     _, blocks = _report(CI_MR, *CI_EXCEPTIONS, columns=80)
     assert "excepted by gateway-services (tests/fixtures/ci/exceptions.yaml:9): " in " ".join(blocks.split())
 
