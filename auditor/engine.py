@@ -105,6 +105,8 @@ class AuditResult:
     fleet: list[FleetCluster] = field(default_factory=list)
     # Identities defined more than once in the input (auditor/duplicates.py): every report lists them.
     duplicates: list[DuplicateObject] = field(default_factory=list)
+    # The posture file the audit was judged against; None: the built-in platform defaults.
+    posture_path: str | None = None
 
     @property
     def failing(self) -> list[Finding]:
@@ -258,4 +260,5 @@ def run(
         require_complete=require_complete,
         notes=list(posture.notes),
         duplicates=find_duplicates(snapshot.objects),
+        posture_path=posture.path,
     )

@@ -191,7 +191,7 @@ def test_known_drift_alone_passes_the_gate(main_report, tmp_path) -> None:
 
 
 def test_text_report_marks_findings_and_lists_fixed_ones(main_report, tmp_path) -> None:
-    run = audit_ci(tmp_path, "mr", formats=(), extra=("--baseline", str(main_report)))
+    run = audit_ci(tmp_path, "mr", formats=(), extra=("--baseline", str(main_report)), env={"COLUMNS": "200"})
     lines = run.cli.stdout.splitlines()
     assert any(line.lstrip().startswith("failed (new)") and "Service/shop/payment-callback" in line for line in lines)
     assert any(line.lstrip().startswith("failed (baseline)") and "Service/mail/mailpit-ui" in line for line in lines)

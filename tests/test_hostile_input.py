@@ -870,40 +870,46 @@ def test_forked_and_fresh_runs_agree(tmp_path: Path) -> None:
 HUGE_NAME = 2_000_000
 
 
-def _huge_name_service(tmp_path: Path) -> Path:
-    path = tmp_path / "huge-name.json"
+def _huge_name_service(tmp_path: Path, length: int = HUGE_NAME) -> Path:
+    path = tmp_path / f"name-{length}.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "Service",
-                                "metadata": {"name": "n" * (HUGE_NAME - 1) + "z", "namespace": "app"},
+                                "metadata": {"name": "n" * (length - 1) + "z", "namespace": "app"},
                                 "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}), encoding="utf-8")
     return path
 
 
-def test_text_report_lays_out_bounded_cells_whatever_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The work of the table layout (wrapping each cell) is counted: bounded by the caps, not by the input.
+@pytest.mark.parametrize("width", [80, 200])
+def test_text_report_lays_out_bounded_text_whatever_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             width: int) -> None:
+    """The work of the layout (wrapping every line) is counted: bounded by the caps, not by the input.
 
-    Wrapping one unbroken 1.6 MB name cost 67 s (quadratic in its length); capped, the cells handed to the
-    layout are the same few hundred characters for a 2 MB name as for a 2 KB one.
+    Wrapping one unbroken 1.6 MB name once cost 67 s (quadratic in its length); capped, the text handed to
+    the layout for a 2 MB name is no more than for a 2 KB one, at any width.
     """
     from auditor.report import text
     from tests.conftest import audit_text
 
-    result = audit_text(tmp_path, _huge_name_service(tmp_path).read_text(encoding="utf-8"), name="input.json",
-                        rules=("lb-service-not-excepted",))
-    laid_out: list[str] = []
-    layout = text.tabulate  # type: ignore[attr-defined]  # the module's own import, wrapped below
+    laid_out: list[int] = []
+    wrap = text.wrap
 
-    def counting_layout(rows, **options):  # type: ignore[no-untyped-def]
-        laid_out.extend(str(cell) for row in rows for cell in row)
-        return layout(rows, **options)
+    def counting_wrap(line: str, *args, **options):  # type: ignore[no-untyped-def]
+        laid_out.append(len(line))
+        return wrap(line, *args, **options)
 
-    monkeypatch.setattr(text, "tabulate", counting_layout)
-    report = text.render(result)
-    assert laid_out, "the finding went through the table layout"
-    assert sum(len(cell) for cell in laid_out) < 2 * text.OBJECT_LIMIT + text.WHERE_LIMIT + 200, max(map(len, laid_out))
-    assert len(report) < 20_000
-    shown = report.replace("\n", "").replace(" ", "")
-    assert "Service/app/nnnn" in shown and "nnnz" in shown, "head and tail of the name stay visible"
-    assert "characterselided" in shown
+    monkeypatch.setattr(text, "wrap", counting_wrap)
+    work: dict[int, int] = {}
+    for length in (HUGE_NAME, 2_000):
+        result = audit_text(tmp_path, _huge_name_service(tmp_path, length).read_text(encoding="utf-8"),
+                            name="input.json", rules=("lb-service-not-excepted",))
+        laid_out.clear()
+        report = text.render(result, width=width)
+        work[length] = sum(laid_out)
+        assert len(report) < 20_000
+        shown = report.replace("\n", "").replace(" ", "")
+        assert "Service/app/nnnn" in shown and "nnnz" in shown, "head and tail of the name stay visible"
+        assert "characterselided" in shown  # both names are over the cap (OBJECT_LIMIT)
+    assert laid_out, "the finding went through the layout"
+    assert work[HUGE_NAME] <= work[2_000] + 10, work  # only the count in the elision marker grows
 
 
 def test_elide_keeps_head_tail_and_says_how_much_is_left_out() -> None:
@@ -1031,7 +1037,7 @@ def test_a_report_file_the_user_may_not_write_is_refused(shared_tmp: Path) -> No
     assert readonly.read_text(encoding="utf-8") == '{"kept": true}\n'
 
 
-@pytest.mark.parametrize("name", ["json", "junit", "sarif", "markdown", "prometheus"])
+@pytest.mark.parametrize("name", ["json", "junit", "sarif", "markdown", "prometheus", "codequality"])
 def test_dash_is_standard_output_for_every_report_option(tmp_path: Path, name: str) -> None:
     manifest = str(_manifest(tmp_path))
     as_format = run_measured(manifest, "--format", name, "--as-of", "2026-11-29", cwd=tmp_path)

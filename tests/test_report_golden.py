@@ -12,7 +12,10 @@ and the diff of the golden files is then part of the review.
 Each scenario is one run of the real CLI, from the repository root with
 relative paths (SARIF and the JSON report name files relative to it), with a
 fixed `--as-of` and `SOURCE_DATE_EPOCH` (the Prometheus timestamp), so the
-output depends on nothing but the input. The fleet scenario reads two
+output depends on nothing but the input. The text report is pinned at 80,
+100 and 200 columns (`COLUMNS`; `audit.80.text` is the run that also writes
+the other formats): narrow terminals get one block per finding, wide ones a
+table when every row fits. The fleet scenario reads two
 clusters from the project's test API server and one unreachable address; the
 servers' random ports and CAs (hence fingerprints) are replaced by fixed names
 before comparing.
@@ -37,7 +40,8 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 GOLDEN_REL = GOLDEN.relative_to(ROOT).as_posix()
 AS_OF = ("--as-of", "2026-11-29")
 EPOCH = "1764000000"
-FILE_FORMATS = ("json", "junit", "sarif", "markdown", "prometheus")
+FILE_FORMATS = ("json", "junit", "sarif", "markdown", "prometheus", "codequality")
+WIDTHS = (80, 100, 200)
 CI_EXCEPTIONS = ("--exceptions", "tests/fixtures/ci/exceptions.yaml")
 
 
@@ -62,6 +66,15 @@ SCENARIOS = (
     Scenario("ci-mr-baseline",
              ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "--baseline", f"{GOLDEN_REL}/ci-main/audit.json", *AS_OF)),
     Scenario("fleet", ("live", *AS_OF, "--max-retries", "0"), live=True),
+    # -q: the failing findings and the verdict (the pre-commit hook); -v: not-run reasons, notes, unused built-ins.
+    Scenario("ci-mr-quiet", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-q", *AS_OF), formats=()),
+    Scenario("ci-mr-verbose", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-v", *AS_OF), formats=()),
+    # The built-in exception list, both entries unused: not "stale", listed only with -v.
+    Scenario("ci-mr-nodeport-builtin", ("tests/fixtures/ci/mr", "--rule", "nodeport-service-not-excepted", *AS_OF),
+             formats=("json", "sarif", "markdown", "prometheus")),
+    Scenario("ci-mr-nodeport-builtin-verbose",
+             ("tests/fixtures/ci/mr", "--rule", "nodeport-service-not-excepted", "-v", *AS_OF),
+             formats=("sarif", "markdown")),
 )
 DIFFS = (
     ("diff-main-mr", (f"{GOLDEN_REL}/ci-main/audit.json", f"{GOLDEN_REL}/ci-mr/audit.json")),
@@ -70,10 +83,10 @@ DIFFS = (
 )
 
 
-def _run(*args: str) -> CliResult:
+def _run(*args: str, columns: int = WIDTHS[0]) -> CliResult:
     from tests.test_live_fixtures import run
 
-    return run(*args, env={"SOURCE_DATE_EPOCH": EPOCH}, cwd=ROOT)
+    return run(*args, env={"SOURCE_DATE_EPOCH": EPOCH, "COLUMNS": str(columns)}, cwd=ROOT)
 
 
 @contextlib.contextmanager
@@ -109,8 +122,12 @@ def render_scenario(scenario: Scenario, work: Path) -> dict[str, str]:
             fleet_args, replace = stack.enter_context(_fleet(work))
             args = (*args, *fleet_args)
         result = _run(*args, *file_args)
+        texts = {WIDTHS[0]: result}
+        texts.update({width: _run(*args, columns=width) for width in WIDTHS[1:]})
     assert result.code in (0, 1, 3), result.stderr
-    outputs = {"audit.text": result.stdout, "exit-code": f"{result.code}\n"}
+    assert {text.code for text in texts.values()} == {result.code}, [text.stderr for text in texts.values()]
+    outputs = {f"audit.{width}.text": text.stdout for width, text in texts.items()}
+    outputs["exit-code"] = f"{result.code}\n"
     outputs.update({path.name: path.read_text(encoding="utf-8") for path in files.values()})
     for text_from, text_to in replace.items():
         outputs = {name: text.replace(text_from, text_to) for name, text in outputs.items()}

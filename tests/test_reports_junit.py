@@ -82,17 +82,24 @@ def test_one_suite_per_rule_and_stable_case_names(ci_run, root) -> None:
         assert cases and all(c.get("classname") == suite.get("name") for c in cases)
         assert int(suite.get("tests")) == len(cases)
         for case in cases:
-            if case.find("error") is None:  # a rule that did not run is one case named after the rule
+            if case.get("name") != suite.get("name"):  # a rule that did not run is one case named after the rule
                 assert NAME.match(case.get("name")), case.get("name")
+
+
+def _cases(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
+    return {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+
+
+def _case_of(cases: dict[tuple[str, str], ET.Element], finding: dict) -> ET.Element:
+    obj = finding["object"]
+    return cases[(finding["rule"], "/".join(p for p in (obj["kind"], obj["namespace"], obj["name"]) if p))]
 
 
 def test_outcomes_match_the_json_report(ci_run, root) -> None:
     report = ci_run.json()
-    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+    cases = _cases(root)
     for finding in report["findings"]:
-        obj = finding["object"]
-        name = "/".join(p for p in (obj["kind"], obj["namespace"], obj["name"]) if p)
-        case = cases[(finding["rule"], name)]
+        case = _case_of(cases, finding)
         if finding["status"] == "failed":
             failure = case.find("failure")
             assert failure is not None and failure.get("message") == finding["message"]
@@ -103,12 +110,60 @@ def test_outcomes_match_the_json_report(ci_run, root) -> None:
             skipped = case.find("skipped")
             assert skipped is not None and finding["exception"]["reason"] in skipped.get("message")
     for rule in report["rules"]:
-        if rule["status"] in ("not-run", "error"):
+        if rule["status"] == "error":
             error = cases[(rule["id"], rule["id"])].find("error")
             assert error.get("type") == rule["status"] and error.get("message") == rule["reason"]
+        elif rule["status"] == "not-run":  # not --require-complete: no verdict, and that does not fail the run
+            skipped = cases[(rule["id"], rule["id"])].find("skipped")
+            assert skipped is not None and skipped.get("message") == f"not run: {rule['reason']}"
     totals = {k: sum(int(s.get(k)) for s in root.findall("testsuite")) for k in ("tests", "failures", "errors")}
     assert totals == {k: int(root.get(k)) for k in totals}
-    assert totals["failures"] == report["summary"]["failed"]
+    assert totals["failures"] == report["summary"]["failing"]
+    assert totals["errors"] == 0
+
+
+def test_every_suite_names_the_posture_and_exceptions_in_force(root) -> None:
+    for suite in root.findall("testsuite"):
+        properties = {p.get("name"): p.get("value") for p in suite.find("properties").findall("property")}
+        assert properties["posture"] == "built-in platform defaults"
+        assert properties["exceptions"].endswith("tests/fixtures/ci/exceptions.yaml")
+
+
+def test_junit_agrees_with_the_exit_code(tmp_path) -> None:
+    """A finding below --fail-on is a skipped case in a green job, with its severity; at the gate it fails."""
+    warning_rule = ("lb-pool-v2alpha1",)  # a warning: the main tree's pool is still cilium.io/v2alpha1
+    green = audit_ci(tmp_path / "green", "main", rules=warning_rule, formats=("junit", "json"))
+    assert green.cli.code == 0, green.cli.stderr
+    finding = next(f for f in green.json()["findings"] if f["status"] == "failed")
+    assert finding["severity"] == "warning"
+    root = ET.fromstring(green.files["junit"].read_bytes())
+    case = _case_of(_cases(root), finding)
+    assert case.find("failure") is None
+    assert case.find("skipped").get("message") == f"warning below --fail-on error: {finding['message']}"
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    red = audit_ci(tmp_path / "red", "main", rules=warning_rule, formats=("junit",), extra=("--fail-on", "warning"))
+    assert red.cli.code == 1, red.cli.stderr
+    root = ET.fromstring(red.files["junit"].read_bytes())
+    assert _case_of(_cases(root), finding).find("failure").get("type") == "warning"
+
+
+def test_not_run_is_an_error_only_when_completeness_is_required(tmp_path) -> None:
+    run = audit_ci(tmp_path, "mr", rules=("kube-proxy-leftover",), formats=("junit",), extra=("--require-complete",))
+    assert run.cli.code == 3, run.cli.stderr
+    (case,) = ET.fromstring(run.files["junit"].read_bytes()).iter("testcase")
+    assert case.find("error").get("type") == "not-run" and case.find("skipped") is None
+
+
+def test_findings_a_baseline_holds_are_skipped_new_ones_fail(tmp_path) -> None:
+    before = audit_ci(tmp_path / "main", "main", formats=("json",))
+    after = audit_ci(tmp_path / "mr", "mr", formats=("json", "junit"), extra=("--baseline", str(before.files["json"])))
+    cases = _cases(ET.fromstring(after.files["junit"].read_bytes()))
+    for finding in after.json()["findings"]:
+        case = _case_of(cases, finding)
+        if finding["status"] == "failed" and finding["baseline"] == "new":
+            assert case.find("failure") is not None
+        elif finding["status"] == "failed":
+            assert case.find("skipped").get("message").startswith("error, unchanged since the baseline: ")
 
 
 def test_names_do_not_change_when_messages_do(tmp_path) -> None:

@@ -165,6 +165,28 @@ def test_rules_without_verdict_with_reasons(ci_run, doc) -> None:
     assert any("legacy-ftp matched nothing" in p for p in doc.paragraphs)
 
 
+def test_the_summary_names_whose_posture_and_exceptions(ci_run, doc) -> None:
+    assert "Posture: built-in platform defaults; exceptions: " in "\n".join(doc.paragraphs)
+    assert any("legacy-ftp matched nothing" in p and "exceptions.yaml:15" in p and "stale? remove it" in p
+               for p in doc.paragraphs)
+
+
+def test_unused_builtin_entries_are_not_stale_and_only_listed_when_verbose(tmp_path) -> None:
+    from tests.ci_support import CI
+    from tests.conftest import run_cli
+
+    def markdown_of(*extra: str) -> str:
+        result = run_cli(str(CI / "mr"), "--rule", "nodeport-service-not-excepted", "--format", "markdown", *extra,
+                         cwd=tmp_path)
+        assert result.code == 1, result.stderr
+        return result.stdout
+
+    normal, verbose = markdown_of(), markdown_of("-v")
+    assert "Posture and exceptions: built-in platform defaults (2 entries)" in normal
+    assert "### Exception list" not in normal and "stale" not in verbose
+    assert "- `gateway-services` matched nothing (part of the built-in platform defaults)" in verbose
+
+
 def test_baseline_sections(tmp_path) -> None:
     before = audit_ci(tmp_path / "main", "main", formats=("json",))
     after = audit_ci(tmp_path / "mr", "mr", formats=("json", "markdown"), extra=("--baseline", str(before.files["json"])))

@@ -41,7 +41,7 @@ def metrics(ci_run) -> dict:
 def test_expected_families(metrics) -> None:
     assert {f"{P}{name}" for name in (
         "findings_failed", "findings_failing", "findings_excepted", "rule_status", "complete", "exit_code",
-        "objects", "exceptions", "info", "last_run_timestamp_seconds",
+        "objects", "exceptions", "exceptions_builtin", "info", "last_run_timestamp_seconds",
     )} <= set(metrics)
 
 
@@ -80,6 +80,22 @@ def test_run_level_gauges(ci_run, metrics) -> None:
     by_status = {s.labels["status"]: s.value for s in metrics[P + "exceptions"].samples}
     for status in ("used", "unused", "expired", "inactive"):
         assert by_status[status] == sum(1 for e in report["exceptions"] if e["status"] == status)
+    assert {s.value for s in metrics[P + "exceptions_builtin"].samples} == {0}  # the CI run uses a file
+
+
+def test_builtin_entries_are_counted_apart_so_stale_alerts_mean_your_file(tmp_path) -> None:
+    """With the built-in list, `exceptions{status="unused"}` stays 0: only a file's unused entries are stale."""
+    from tests.ci_support import CI
+    from tests.conftest import run_cli
+
+    result = run_cli(str(CI / "mr"), "--rule", "nodeport-service-not-excepted", "--format", "prometheus",
+                     cwd=tmp_path)
+    assert result.code == 1, result.stderr
+    parsed = families(result.stdout)
+    assert {s.labels["status"]: s.value for s in parsed[P + "exceptions"].samples}["unused"] == 0
+    assert {s.labels["status"]: s.value for s in parsed[P + "exceptions_builtin"].samples}["unused"] == 2
+    (config,) = parsed[P + "config_info"].samples
+    assert config.labels == {"posture": "built-in platform defaults", "exceptions": "built-in platform defaults"}
 
 
 def test_timestamp_is_the_time_of_the_run(tmp_path) -> None:

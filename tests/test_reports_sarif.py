@@ -91,7 +91,9 @@ def test_results_match_the_json_report(ci_run, log) -> None:
     assert len(run["results"]) == len(report["findings"])
     for result, finding in zip(run["results"], report["findings"]):
         assert result["ruleId"] == finding["rule"] == rules[result["ruleIndex"]]["id"]
-        assert result["level"] == LEVEL[finding["severity"]]
+        fails_gate = finding["status"] == "failed" and finding["severity"] == "error"  # --fail-on error
+        assert result["level"] == ("error" if fails_gate else {"error": "warning"}.get(finding["severity"],
+                                                                                       LEVEL[finding["severity"]]))
         assert finding["message"] in result["message"]["text"]
         (location,) = result["locations"]
         (logical,) = location["logicalLocations"]
@@ -129,7 +131,52 @@ def test_incomplete_audit_is_not_a_successful_execution(log) -> None:
     descriptors = log["runs"][0]["tool"]["driver"]["notifications"]
     assert descriptors[note["descriptor"]["index"]]["id"] == "rule-not-run"
     config = invocation["toolConfigurationNotifications"]
-    assert any(n["descriptor"]["id"] == "exception-unused" and "legacy-ftp" in n["message"]["text"] for n in config)
+    (unused,) = [n for n in config if n["descriptor"]["id"] == "exception-unused"]
+    assert "legacy-ftp" in unused["message"]["text"]
+    (location,) = unused["locations"]  # at the entry, in the exception file
+    assert location["physicalLocation"]["artifactLocation"]["uri"].endswith("exceptions.yaml")
+    assert location["physicalLocation"]["region"]["startLine"] == 15
+    assert log["runs"][0]["properties"]["sources"] == {
+        "posture": {"builtin": True}, "exceptions": {"builtin": False, "file": str(CI / "exceptions.yaml")}}
+
+
+def test_levels_agree_with_the_exit_code(sarif_validator, tmp_path) -> None:
+    """`error` only for what fails the gate: a warning is `warning` in a green job, `error` under --fail-on warning."""
+    def levels(*extra: str) -> tuple[int, dict[str, str], str]:
+        run = audit_ci(tmp_path / str(len(extra)), "main", rules=("lb-pool-v2alpha1",), formats=("sarif",), extra=extra)
+        log = json.loads(run.text("sarif"))
+        assert_valid(sarif_validator, log)
+        (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+        return run.cli.code, {r["ruleId"]: r["level"] for r in log["runs"][0]["results"]}, \
+            rule["defaultConfiguration"]["level"]
+
+    assert levels() == (0, {"lb-pool-v2alpha1": "warning"}, "warning")
+    assert levels("--fail-on", "warning") == (1, {"lb-pool-v2alpha1": "error"}, "error")
+
+
+def test_findings_a_baseline_holds_are_warnings(tmp_path) -> None:
+    before = audit_ci(tmp_path / "main", "main", formats=("json",))
+    after = audit_ci(tmp_path / "mr", "mr", formats=("sarif", "json"), extra=("--baseline", str(before.files["json"])))
+    results = json.loads(after.text("sarif"))["runs"][0]["results"]
+    for result, finding in zip(results, after.json()["findings"], strict=True):
+        if finding["status"] == "failed" and finding["severity"] == "error":
+            assert result["level"] == ("error" if finding["baseline"] == "new" else "warning"), finding
+
+
+def test_unused_builtin_entries_are_listed_only_when_verbose(tmp_path) -> None:
+    """The built-in list's entries cannot be removed by the user: no "stale" notification, a note only with -v."""
+    def notifications(*extra: str) -> list[dict]:
+        result = run_cli(str(CI / "mr"), "--rule", "nodeport-service-not-excepted", "--format", "sarif", *extra,
+                         cwd=tmp_path)
+        assert result.code == 1, result.stderr
+        log = json.loads(result.stdout)
+        assert log["runs"][0]["properties"]["sources"]["exceptions"] == {"builtin": True}
+        return log["runs"][0]["invocations"][0]["toolConfigurationNotifications"]
+
+    assert notifications() == []
+    verbose = notifications("-v")
+    assert {n["descriptor"]["id"] for n in verbose} == {"exception-builtin-unused"}
+    assert all("stale" not in n["message"]["text"] and "locations" not in n for n in verbose)
 
 
 def test_complete_audit_is_a_successful_execution(sarif_validator, tmp_path) -> None:

@@ -11,7 +11,8 @@ import sys
 
 import click
 
-from auditor import __version__
+from auditor.cli import completion
+from auditor.cli.version_cmd import print_short_version
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
 
 # Extra commands registered by name -> "module:attribute", imported on use.
@@ -23,6 +24,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "live": "auditor.cli.live:live",
     "snapshot": "auditor.cli.live:snapshot",
     "rbac": "auditor.cli.live:rbac",
+    "version": "auditor.cli.version_cmd:version",
 }
 DEFAULT_COMMAND = "scan"
 
@@ -31,7 +33,8 @@ class AuditGroup(click.Group):
     """A group whose default command is `scan`: `audit dump.json` means `audit scan dump.json`.
 
     Subcommands are imported lazily. A path that happens to be named like a
-    command can be given as `./rules`.
+    command can be given as `./rules`. Completing the first word offers both
+    the commands and the paths (auditor/cli/completion.py).
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -46,7 +49,10 @@ class AuditGroup(click.Group):
         module_name, _, attribute = spec.partition(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command), spec
-        return command
+        return completion.complete_known_options(command)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[click.shell_completion.CompletionItem]:
+        return completion.with_paths(super().shell_complete(ctx, incomplete), incomplete)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
@@ -63,7 +69,8 @@ class AuditGroup(click.Group):
         "3 audit incomplete. See `audit COMMAND --help`."
     ),
 )
-@click.version_option(__version__, "--version", prog_name="audit", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=print_short_version,
+              help="Print the tool's version and the rule set version, and exit.")
 def cli() -> None:
     """Audit a Kubernetes cluster's Cilium-based exposure for drift and compliance."""
 

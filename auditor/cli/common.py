@@ -12,9 +12,10 @@ from typing import Any
 
 import click
 
+from auditor.cli.completion import RULE_ID
 from auditor.errors import AuditError
 from auditor.model import Severity
-from auditor.report import FORMATS
+from auditor.report import DEFAULT_WIDTH, FORMATS, Presentation, Verbosity
 
 FILE_FORMATS = tuple(name for name in FORMATS if name != "text")
 SEVERITIES = tuple(severity.value for severity in Severity.highest_first())
@@ -60,6 +61,7 @@ class AuditOptions:
     as_of: dt.date | None
     color: bool | None
     baseline_file: str | None = None
+    verbosity: Verbosity = Verbosity.NORMAL
     # Every report asked for, checked together (`check_outputs`): two of them on standard output,
     # or in one file, is an error. Empty: `output_format` on stdout plus `output_files`.
     requests: list[ReportRequest] = field(default_factory=list)
@@ -74,10 +76,10 @@ def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from None
 
 
-def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the options every auditing command takes, collected into `options: AuditOptions`."""
-    decorators = [
-        click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default=None,
+def _option_decorators() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """The click options of every auditing command, in the order `--help` lists them."""
+    return [
+        click.option("-o", "--format", "output_format", type=click.Choice(list(FORMATS)), default=None,
                      help="Report format on standard output (default: text, unless a FILE option is -)."),
         *[
             click.option(f"--{name}", f"file_{name}", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
@@ -93,22 +95,35 @@ def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Lowest severity of a failed finding that makes the run exit 1."),
         click.option("--require-complete", is_flag=True,
                      help="Exit 3 when a selected rule could not run on the data it needs."),
-        click.option("--rule", "only_rules", multiple=True, metavar="ID", help="Run only this rule (repeatable)."),
-        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID",
+        click.option("--rule", "only_rules", multiple=True, metavar="ID", type=RULE_ID,
+                     help="Run only this rule (repeatable)."),
+        click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", type=RULE_ID,
                      help="Do not run this rule (repeatable)."),
         click.option("--as-of", callback=_parse_date, metavar="DATE",
                      help="Judge exception expiry as of DATE (YYYY-MM-DD; default: today, UTC)."),
         click.option("--color/--no-color", default=None,
                      help="Colour the text report (default: only on a terminal, never with NO_COLOR)."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="Text report: only the failing findings, rules in error and the verdict."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="Reports: also why each rule did not run, the notes, and the unused entries of the "
+                          "built-in exception list."),
         click.option("--baseline", "baseline_file", metavar="PREVIOUS.json", type=click.Path(dir_okay=False),
                      help="A previous JSON report: its findings no longer fail the run, only new ones do; "
                           "fixed ones are reported."),
     ]
 
+
+def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options every auditing command takes, collected into `options: AuditOptions`."""
+
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         files = {name: kwargs.pop(f"file_{name}") for name in FILE_FORMATS}
         requests = report_requests(kwargs.pop("output_format"), files)
+        quiet, verbose = kwargs.pop("quiet"), kwargs.pop("verbose")
+        if quiet and verbose:
+            raise click.UsageError("give -q/--quiet or -v/--verbose, not both")
         options = AuditOptions(
             output_format=next(r.format for r in requests if r.path == STDOUT),
             output_files={r.format: r.path for r in requests if r.path != STDOUT},
@@ -122,10 +137,11 @@ def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
             as_of=kwargs.pop("as_of"),
             color=kwargs.pop("color"),
             baseline_file=kwargs.pop("baseline_file"),
+            verbosity=Verbosity.QUIET if quiet else Verbosity.VERBOSE if verbose else Verbosity.NORMAL,
         )
         return command(options=options, **kwargs)
 
-    for decorator in reversed(decorators):
+    for decorator in reversed(_option_decorators()):
         wrapper = decorator(wrapper)
     return wrapper
 
@@ -189,19 +205,52 @@ def prepare(options: AuditOptions) -> Prepared:
     return Prepared(rule_set, exceptions, posture_config, baseline_report, destinations)
 
 
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # closed, or a stand-in without a descriptor
+        return False
+
+
 def use_colour(options: AuditOptions) -> bool:
+    """--color/--no-color, else colour only on a terminal and never with NO_COLOR (https://no-color.org)."""
     if options.color is not None:
         return options.color
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return _is_terminal(sys.stdout) and not os.environ.get("NO_COLOR")
+
+
+def report_width(stream: Any = None) -> int:
+    """The columns the text report may use: `COLUMNS`, else the terminal's width, else 80.
+
+    The order of `shutil.get_terminal_size`, but asking the stream the report
+    is written to (standard output) rather than the interpreter's original one,
+    so a report captured or piped is 80 columns wide unless `COLUMNS` says otherwise.
+    """
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = sys.stdout if stream is None else stream
+    if _is_terminal(stream):
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            width = 0
+        if width > 0:
+            return width
+    return DEFAULT_WIDTH
+
+
+def presentation(options: AuditOptions) -> Presentation:
+    return Presentation(width=report_width(), color=use_colour(options), verbosity=options.verbosity)
 
 
 def render_each(result: Any, options: AuditOptions) -> dict[str, str]:
     """Every requested report by format (standard output's and the files'), rendered before anything is written."""
-    from auditor.report import renderer
+    from auditor.report import render
 
-    colour = use_colour(options)
+    shown = presentation(options)
     names = dict.fromkeys([options.output_format, *options.output_files])
-    return {name: renderer(name)(result, color=colour) if name == "text" else renderer(name)(result) for name in names}
+    return {name: render(name, result, shown) for name in names}
 
 
 def write_reports(result: Any, prepared: Prepared, options: AuditOptions) -> None:

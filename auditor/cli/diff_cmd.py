@@ -15,7 +15,7 @@ from auditor.model import Severity
 @click.command()
 @click.argument("old_report", metavar="OLD.json", type=click.Path(dir_okay=False))
 @click.argument("new_report", metavar="NEW.json", type=click.Path(dir_okay=False))
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice([severity.value for severity in Severity.highest_first()]), default=None,
               help="Lowest severity of a new failed finding that makes the run exit 1 (default: NEW's failOn).")
 @click.pass_context

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from auditor.cli.completion import RULE_ID
+
 Entry = dict[str, Any]  # a rule as rules/index.json lists it (auditor.registry.index_entry)
 
 
@@ -32,7 +34,7 @@ def _layers(entries: list[Entry]) -> list[tuple[str, str, list[Entry]]]:
 
 
 @click.command()
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--by-layer", is_flag=True,
               help="Group the rules by the layer they guard (datapath, lbipam, l2, gateway, policy, exposure, "
                    "leftovers; plugins last).")
@@ -71,7 +73,7 @@ def _block(title: str, text: str, width: int = 88) -> str:
 
 
 @click.command()
-@click.argument("rule_id", metavar="ID")
+@click.argument("rule_id", metavar="ID", type=RULE_ID)
 def explain(rule_id: str) -> None:
     """Show one rule's rationale, remediation and examples (from its case file)."""
     from auditor.cases import explain_examples

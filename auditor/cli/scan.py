@@ -8,6 +8,7 @@ import sys
 import click
 
 from auditor.cli.common import AuditOptions, audit_options, finish, prepare
+from auditor.cli.completion import INPUT_PATH
 from auditor.errors import InputError
 
 STDIN = "-"
@@ -27,7 +28,7 @@ def stdin_is_closed() -> bool:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...", type=INPUT_PATH)
 @audit_options
 @click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
               help="Refuse input files larger than this.")

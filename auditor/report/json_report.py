@@ -13,7 +13,9 @@ from auditor import TOOL_NAME, __version__
 from auditor.baseline import Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
+from auditor.exceptions_list import ExceptionUsage
 from auditor.model import ClusterInfo, Finding, ObjectRef, Source
+from auditor.report.sources import ConfigSources
 
 REPORT_VERSION = "1"
 
@@ -121,8 +123,37 @@ def baseline_dict(baseline: Baseline) -> dict[str, Any]:
     }
 
 
+def sources_dict(result: AuditResult) -> dict[str, Any]:
+    """The report's `sources` member: the posture and exception list in force (`builtin`: the platform defaults)."""
+    sources = ConfigSources.of(result)
+
+    def source(path: str | None) -> dict[str, Any]:
+        return {"builtin": True} if path is None else {"builtin": False, "file": path}
+
+    return {"posture": source(sources.posture_file), "exceptions": source(sources.exceptions_file)}
+
+
+def _exception_dict(usage: ExceptionUsage, exceptions_file: str | None) -> dict[str, Any]:
+    entry = usage.entry
+    out: dict[str, Any] = {
+        "name": entry.name,
+        "rules": list(entry.rules),
+        "reason": entry.reason,
+        "expires": entry.expires.isoformat() if entry.expires else None,
+        "status": usage.status.value,
+        "matched": usage.matched,
+        "builtin": exceptions_file is None,
+    }
+    if exceptions_file is not None:
+        out["file"] = exceptions_file
+        if entry.line:
+            out["line"] = entry.line
+    return out
+
+
 def to_dict(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
+    sources = sources_dict(result)
     remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
     target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
     if snapshot.cluster is not None:
@@ -137,18 +168,9 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         "summary": summary_dict(result.summary()),
         "rules": [rule_dict(r) for r in result.rules],
         "findings": [finding_dict(f, remediation.get(f.rule)) for f in result.findings],
-        "exceptions": [
-            {
-                "name": usage.entry.name,
-                "rules": list(usage.entry.rules),
-                "reason": usage.entry.reason,
-                "expires": usage.entry.expires.isoformat() if usage.entry.expires else None,
-                "status": usage.status.value,
-                "matched": usage.matched,
-            }
-            for usage in result.exceptions
-        ],
+        "exceptions": [_exception_dict(usage, sources["exceptions"].get("file")) for usage in result.exceptions],
         "exceptionsFile": result.exceptions_path,
+        "sources": sources,
         "coverage": [
             {"kind": gk, "state": coverage.state.value, **({"reason": coverage.reason} if coverage.reason else {})}
             for gk, coverage in sorted(result.coverage.items())

@@ -1,12 +1,24 @@
 """JUnit XML for CI: one testsuite per rule, one testcase per checked object or finding.
 
 Test names are stable (`kind/namespace/name`, class name = rule id) so CI
-history follows each object over time. Failures carry the message and the
-remediation, excepted findings are skipped with the reason, and rules that
-could not run are errors. The output validates against the JUnit schema
-Jenkins' xUnit plugin uses (tests/test_reports_junit.py checks it); junit-xml builds
-the elements, and the `disabled` attribute it adds (not in that schema) is
-dropped.
+history follows each object over time. The report agrees with the exit code,
+so a green job never shows red tests and a red one names what failed it:
+
+- a failure is a finding that fails the gate (failed, at or above
+  `--fail-on`, and new when a baseline is applied); it carries the message,
+  the remediation and `file:line`;
+- a finding that does not fail the gate is skipped, saying why: excepted
+  (with the exception's name and reason), below `--fail-on` (with its
+  severity), or unchanged since the baseline;
+- a rule in error is an error; a rule that could not run is an error when
+  that fails the run (`--require-complete`, always with `audit live`) and
+  skipped, with the reason, when it does not.
+
+Every suite's properties name the posture and exception list the audit was
+judged against (`built-in platform defaults`, or the file). The output
+validates against the JUnit schema Jenkins' xUnit plugin uses
+(tests/test_reports_junit.py checks it); junit-xml builds the elements, and
+the `disabled` attribute it adds (not in that schema) is dropped.
 """
 
 from __future__ import annotations
@@ -19,18 +31,29 @@ from junit_xml import TestCase, TestSuite
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus
+from auditor.report.sources import ConfigSources
 
 
 def _case_name(ref: ObjectRef, cluster: str | None = None) -> str:
     return f"{cluster}: {ref.display}" if cluster else ref.display
 
 
-def _finding_case(finding: Finding, rule: RuleResult) -> TestCase:
+def _not_failing(finding: Finding, result: AuditResult) -> str:
+    """Why a finding that does not fail the gate does not: the skipped case's message."""
+    if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
+        return f"excepted by {finding.exception.name}: {finding.exception.reason}"
+    severity = finding.severity.value if finding.severity else "error"
+    if finding.severity is not None and finding.severity.rank < result.fail_on.rank:
+        return f"{severity} below --fail-on {result.fail_on.value}: {finding.message}"
+    return f"{severity}, unchanged since the baseline: {finding.message}"
+
+
+def _finding_case(finding: Finding, rule: RuleResult, result: AuditResult, failing: set[int]) -> TestCase:
     # The location goes in the failure text: the schema Jenkins uses has no
     # file/line attributes on a testcase.
     case = TestCase(_case_name(finding.object, finding.cluster), classname=rule.id)
-    if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
-        case.add_skipped_info(f"excepted by {finding.exception.name}: {finding.exception.reason}")
+    if id(finding) not in failing:
+        case.add_skipped_info(_not_failing(finding, result))
         return case
     details = [finding.message]
     if rule.rule is not None:
@@ -42,17 +65,21 @@ def _finding_case(finding: Finding, rule: RuleResult) -> TestCase:
     return case
 
 
-def _suite(rule: RuleResult) -> TestSuite:
+def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuite:
     cases: list[TestCase] = []
-    if rule.status in (RuleStatus.NOT_RUN, RuleStatus.ERROR):
+    if rule.status is RuleStatus.ERROR or (rule.status is RuleStatus.NOT_RUN and result.require_complete):
         case = TestCase(rule.id, classname=rule.id)
         case.add_error_info(message=rule.reason, error_type=rule.status.value)
         cases.append(case)
         return TestSuite(rule.id, cases)
+    if rule.status is RuleStatus.NOT_RUN:  # no verdict, and the run does not require one
+        case = TestCase(rule.id, classname=rule.id)
+        case.add_skipped_info(f"not run: {rule.reason}")
+        return TestSuite(rule.id, [case])
     flagged = set()
     for finding in rule.findings:
         flagged.add((finding.cluster, finding.object))
-        cases.append(_finding_case(finding, rule))
+        cases.append(_finding_case(finding, rule, result, failing))
     for ref in rule.examined:
         if (None, ref) not in flagged:
             cases.append(TestCase(_case_name(ref), classname=rule.id))
@@ -94,13 +121,21 @@ def _sanitize(element: ET.Element) -> None:
             node.attrib[key] = _xml_safe(value)  # type: ignore[assignment]
 
 
+def _sources(result: AuditResult) -> dict[str, str]:
+    """Each suite's properties: the posture and exception list the audit was judged against."""
+    sources = ConfigSources.of(result)
+    return {"posture": sources.posture, "exceptions": sources.exceptions}
+
+
 def render(result: AuditResult) -> str:
     root = ET.Element("testsuites", {"name": "cilium-exposure-audit"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
-    suites = [_suite(rule) for rule in result.rules]
+    failing = {id(finding) for finding in result.failing}
+    suites = [_suite(rule, result, failing) for rule in result.rules]
     if result.duplicates:
         suites.append(_input_suite(result.duplicates))
     for test_suite in suites:
+        test_suite.properties = _sources(result)
         suite = test_suite.build_xml_doc()
         suite.attrib.pop("disabled", None)
         suite.attrib.pop("time", None)  # no timings: the same input gives the same bytes

@@ -22,6 +22,7 @@ from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report.diff import entry_display
+from auditor.report.sources import BUILTIN, ConfigSources
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
 # GitHub, @ a mention, & an entity); escaping it with a backslash is valid
@@ -101,6 +102,17 @@ def _target_line(result: AuditResult) -> str:
     return f"Input {inputs}: {_plural(len(snapshot), 'object')}"
 
 
+def _sources_line(result: AuditResult) -> str:
+    sources = ConfigSources.of(result)
+    count = sources.exception_entries
+    entries = f"{count} entr{'y' if count == 1 else 'ies'}"
+    if sources.posture_file is None and sources.exceptions_file is None:
+        return f"Posture and exceptions: {BUILTIN} ({entries})"
+    posture = code(sources.posture_file) if sources.posture_file else BUILTIN
+    exceptions = code(sources.exceptions_file) if sources.exceptions_file else BUILTIN
+    return f"Posture: {posture}; exceptions: {exceptions} ({entries})"
+
+
 def _failed_section(result: AuditResult, baseline: Baseline | None) -> list[str]:
     lines: list[str] = []
     for rule_result in result.rules:
@@ -164,14 +176,21 @@ def _duplicates_section(result: AuditResult) -> list[str]:
             *_table(["Object", "Definitions"], rows)]
 
 
-def _exceptions_section(result: AuditResult) -> list[str]:
+def _exceptions_section(result: AuditResult, verbose: bool) -> list[str]:
+    """Expired entries, and unused ones: stale in a file, merely unused (and only when verbose) if built in."""
+    sources = ConfigSources.of(result)
     items = []
     for usage in result.exceptions:
+        if not sources.reported(usage, verbose):
+            continue
+        where = code(sources.entry_location(usage.entry))
         if usage.status is EntryStatus.EXPIRED:
             items.append(f"- {code(usage.entry.name)} expired on {usage.entry.expires} and no longer applies"
-                         f" ({_plural(usage.matched, 'finding')} it would cover)")
-        elif usage.status is EntryStatus.UNUSED:
-            items.append(f"- {code(usage.entry.name)} matched nothing (stale? remove it)")
+                         f" ({_plural(usage.matched, 'finding')} it would cover; {where})")
+        elif sources.exceptions_builtin:
+            items.append(f"- {code(usage.entry.name)} matched nothing (part of the {BUILTIN})")
+        else:
+            items.append(f"- {code(usage.entry.name)} matched nothing ({where}: stale? remove it)")
     return ["", "### Exception list", "", *items] if items else []
 
 
@@ -202,7 +221,7 @@ def _baseline_section(baseline: Baseline) -> list[str]:
     return lines
 
 
-def render(result: AuditResult) -> str:
+def render(result: AuditResult, verbose: bool = False) -> str:
     summary = result.summary()
     baseline = result.baseline
     lines = [
@@ -211,6 +230,8 @@ def render(result: AuditResult) -> str:
         _verdict(result, "new " if baseline is not None else ""),
         "",
         _target_line(result),
+        "",
+        _sources_line(result),
         "",
     ]
     counts = [
@@ -233,7 +254,7 @@ def render(result: AuditResult) -> str:
     if baseline is not None:
         lines += _baseline_section(baseline)
     lines += _duplicates_section(result)
-    lines += _exceptions_section(result)
+    lines += _exceptions_section(result, verbose)
     passed = [code(r.id) for r in result.rules if r.status is RuleStatus.PASSED]
     if passed:
         lines += ["", f"Passed: {', '.join(passed)}"]

@@ -11,7 +11,12 @@ or any sidecar serving the file. Metrics (all gauges, prefix `cilium_exposure_au
 - `rule_status{rule,status}` — 1 for the rule's verdict (passed, failed,
   not-run, error), 0 for the other three (a state set);
 - `complete` (1 when every rule reached a verdict), `exit_code`, `objects`,
-  `exceptions{status}`, `info{version}`, `baseline_findings{state}` with a baseline;
+  `exceptions{status}` (the entries of an exception file: alert on `unused`
+  to find stale ones), `exceptions_builtin{status}` (the entries of the
+  built-in list, which the user cannot remove), `info{version}`,
+  `config_info{posture,exceptions}` (whose configuration: "built-in platform
+  defaults" or the file),
+  `baseline_findings{state}` with a baseline;
 - `last_run_timestamp_seconds` — when the report was rendered (Unix time;
   `SOURCE_DATE_EPOCH` overrides it). This one metric makes the format the only
   report that is not byte-for-byte reproducible from the same input.
@@ -33,6 +38,7 @@ from auditor.baseline import Baseline
 from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
+from auditor.report.sources import ConfigSources
 
 PREFIX = "cilium_exposure_audit_"
 
@@ -178,12 +184,16 @@ def _run_families(out: _Exposition, result: AuditResult, cluster: str | None) ->
 
 
 def _exceptions_family(out: _Exposition, result: AuditResult, cluster: str | None) -> None:
+    """Entries of an exception file, and (apart) of the built-in list: only a file's unused entries are stale."""
+    builtin = ConfigSources.of(result).exceptions_builtin
     usage = Counter(entry.status for entry in result.exceptions)
-    out.family(
-        "exceptions",
-        "Entries of the exception list by status (used, unused, expired, inactive).",
-        [(_with_cluster({"status": status.value}, cluster), usage[status]) for status in EntryStatus],
-    )
+    for name, counted, description in (
+        ("exceptions", not builtin, "Entries of the exception file by status (used, unused, expired, inactive); "
+                                    "unused ones are stale."),
+        ("exceptions_builtin", builtin, "Entries of the built-in exception list (the platform defaults) by status."),
+    ):
+        out.family(name, description, [(_with_cluster({"status": status.value}, cluster),
+                                         usage[status] if counted else 0) for status in EntryStatus])
 
 
 def _baseline_family(out: _Exposition, baseline: Baseline, cluster: str | None) -> None:
@@ -197,9 +207,12 @@ def _baseline_family(out: _Exposition, baseline: Baseline, cluster: str | None) 
     )
 
 
-def _tool_families(out: _Exposition, cluster: str | None, now: float) -> None:
+def _tool_families(out: _Exposition, result: AuditResult, cluster: str | None, now: float) -> None:
     out.family("info", "The auditor that produced these metrics.",
                [(_with_cluster({"version": __version__}, cluster), 1)])
+    sources = ConfigSources.of(result)
+    out.family("config_info", "The posture and exception list the audit was judged against (built-in or a file).",
+               [(_with_cluster({"posture": sources.posture, "exceptions": sources.exceptions}, cluster), 1)])
     out.family(
         "last_run_timestamp_seconds",
         "Unix time the last audit's report was written (SOURCE_DATE_EPOCH overrides it).",
@@ -216,5 +229,5 @@ def render(result: AuditResult, now: float | None = None) -> str:
     _exceptions_family(out, result, clusters.status)
     if result.baseline is not None:
         _baseline_family(out, result.baseline, clusters.status)
-    _tool_families(out, clusters.status, _now() if now is None else now)
+    _tool_families(out, result, clusters.status, _now() if now is None else now)
     return out.text()

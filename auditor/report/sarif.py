@@ -7,14 +7,21 @@ location (always) and, for manifest input, the file and line as a physical
 location relative to the working directory (`uriBaseId` `%SRCROOT%`, the
 convention code-scanning uploaders resolve against the checkout).
 
+- Levels agree with the exit code: a result that fails the gate (failed, at
+  or above `--fail-on`, new when a baseline is applied) is `error`; any other
+  is `warning` (error and warning severities) or `note` (info). A rule's
+  default level is `error` when its severity is at or above `--fail-on`.
 - Excepted findings are results with an external, accepted suppression whose
   justification is the exception's reason: they stay visible, as everywhere.
 - `partialFingerprints` hash the rule and the object (kind, namespace, name,
   cluster), never the message, so an alert follows the object across runs.
 - The invocation records the exit code and `executionSuccessful: false` when
   the audit is incomplete (a rule did not run or failed); each such rule is a
-  tool execution notification. Expired and unused exception entries are tool
-  configuration notifications.
+  tool execution notification. Expired entries of the exception list, and
+  unused entries of an exception file, are tool configuration notifications
+  located at the entry (file and line); unused entries of the built-in list
+  are listed only with `-v` (the user cannot remove them). The run's
+  properties name the posture and exception list in force.
 - With `--baseline`, each result carries `baselineState` (`new`/`unchanged`).
 
 No timestamps and no absolute paths for files below the working directory:
@@ -35,9 +42,10 @@ from auditor import TOOL_NAME, __version__
 from auditor.baseline import Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
-from auditor.exceptions_list import EntryStatus
+from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, RuleStatus, Severity
-from auditor.report.json_report import summary_dict
+from auditor.report.json_report import sources_dict, summary_dict
+from auditor.report.sources import BUILTIN, ConfigSources
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -48,6 +56,10 @@ FINGERPRINT = "objectIdentity/v1"
 STDIN_NAME = "<stdin>"
 
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+# GitHub's own grading of a rule (its severity, whatever the gate).
+PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
+# A result or rule below the gate: still visible, never `error` (code scanning fails checks on errors).
+BELOW_GATE = {Severity.ERROR: "warning", Severity.WARNING: "warning", Severity.INFO: "note"}
 # GitHub code scanning ranks alerts of rules tagged `security` by this score
 # (>= 7.0 high, >= 4.0 medium, else low).
 SECURITY_SEVERITY = {Severity.ERROR: "7.5", Severity.WARNING: "5.0", Severity.INFO: "2.0"}
@@ -56,9 +68,11 @@ NOTIFICATIONS = [
     ("rule-not-run", "A rule could not run: the input does not show what it needs."),
     ("rule-error", "A rule reached no verdict: a read failed, the rule crashed, or a plugin failed to load."),
     ("exception-expired", "An exception-list entry expired: the findings it covered fail again."),
-    ("exception-unused", "An exception-list entry matched nothing: it is stale."),
+    ("exception-unused", "An entry of an exception file matched nothing: it is stale."),
     ("posture-note", "A remark about the posture the audit was judged against."),
     ("duplicate-object", "An object is defined more than once in the input: each definition is audited."),
+    # Last, so the indices above stay those of earlier reports.
+    ("exception-builtin-unused", f"An entry of the built-in exception list ({BUILTIN}) matched nothing."),
 ]
 _NOTIFICATION_INDEX = {name: index for index, (name, _) in enumerate(NOTIFICATIONS)}
 
@@ -75,8 +89,12 @@ def _help_uri(rule_result: RuleResult) -> str | None:
     return None
 
 
-def _descriptor(rule_result: RuleResult) -> dict[str, Any]:
-    level = LEVELS[rule_result.severity]
+def _gate_level(severity: Severity, fails_gate: bool) -> str:
+    return "error" if fails_gate else BELOW_GATE[severity]
+
+
+def _descriptor(rule_result: RuleResult, fail_on: Severity) -> dict[str, Any]:
+    level = _gate_level(rule_result.severity, rule_result.severity.rank >= fail_on.rank)
     descriptor: dict[str, Any] = {
         "id": rule_result.id,
         "name": "".join(part.capitalize() for part in rule_result.id.split("-")),
@@ -98,7 +116,7 @@ def _descriptor(rule_result: RuleResult) -> dict[str, Any]:
     descriptor["properties"] = {
         "tags": ["security", "kubernetes", "cilium", "network-exposure"],
         "precision": "very-high",
-        "problem.severity": {"error": "error", "warning": "warning", "note": "recommendation"}[level],
+        "problem.severity": PROBLEM_SEVERITY[rule_result.severity],
         "security-severity": SECURITY_SEVERITY[rule_result.severity],
     }
     return descriptor
@@ -130,7 +148,7 @@ def _display(finding: Finding) -> str:
 
 
 def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: str,
-            baseline: Baseline | None) -> dict[str, Any]:
+            baseline: Baseline | None, fails_gate: bool) -> dict[str, Any]:
     ref = finding.object
     severity = finding.severity or Severity.ERROR
     logical: dict[str, Any] = {
@@ -151,7 +169,7 @@ def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: 
     out: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": rule_index[finding.rule],
-        "level": LEVELS[severity],
+        "level": _gate_level(severity, fails_gate),
         "message": {"text": f"{_display(finding)}: {finding.message}"},
         "locations": [location],
         "partialFingerprints": {FINGERPRINT: _fingerprint(finding)},
@@ -232,30 +250,50 @@ def _execution_notifications(result: AuditResult, base: str) -> list[dict[str, A
     return execution
 
 
-def _configuration_notifications(result: AuditResult) -> list[dict[str, Any]]:
-    """Expired and unused exception-list entries, and the posture's notes."""
+def _entry_notification(usage: ExceptionUsage, sources: ConfigSources, base: str) -> dict[str, Any] | None:
+    """The notification about one exception entry, located at its line of the exception file; None if it has none."""
+    entry = usage.entry
+    if usage.status is EntryStatus.EXPIRED:
+        note = _notification(
+            "exception-expired", "warning",
+            f"exception {entry.name} expired on {entry.expires} and no longer applies"
+            f" (it would cover {usage.matched} finding{'s' if usage.matched != 1 else ''})",
+        )
+    elif usage.status is EntryStatus.UNUSED and not sources.exceptions_builtin:
+        note = _notification("exception-unused", "note", f"exception {entry.name} matched nothing (stale? remove it)")
+    elif usage.status is EntryStatus.UNUSED:
+        note = _notification("exception-builtin-unused", "note",
+                             f"built-in exception {entry.name} matched nothing (part of the {BUILTIN})")
+    else:
+        return None
+    if sources.exceptions_file is not None:
+        physical: dict[str, Any] = {"artifactLocation": artifact_location(sources.exceptions_file, base)}
+        if entry.line:
+            physical["region"] = {"startLine": entry.line}
+        note["locations"] = [{"physicalLocation": physical}]
+    return note
+
+
+def _configuration_notifications(result: AuditResult, base: str, verbose: bool) -> list[dict[str, Any]]:
+    """Expired exception entries, unused ones (of the built-in list only when verbose), the posture's notes."""
+    sources = ConfigSources.of(result)
     configuration: list[dict[str, Any]] = []
     for usage in result.exceptions:
-        if usage.status is EntryStatus.EXPIRED:
-            configuration.append(_notification(
-                "exception-expired", "warning",
-                f"exception {usage.entry.name} expired on {usage.entry.expires} and no longer applies"
-                f" (it would cover {usage.matched} finding{'s' if usage.matched != 1 else ''})",
-            ))
-        elif usage.status is EntryStatus.UNUSED:
-            configuration.append(_notification("exception-unused", "note",
-                                               f"exception {usage.entry.name} matched nothing (stale? remove it)"))
-    for note in result.notes:
-        configuration.append(_notification("posture-note", "note", note))
+        if sources.reported(usage, verbose):
+            note = _entry_notification(usage, sources, base)
+            if note is not None:
+                configuration.append(note)
+    for note_text in result.notes:
+        configuration.append(_notification("posture-note", "note", note_text))
     return configuration
 
 
-def _invocation(result: AuditResult, base: str) -> dict[str, Any]:
+def _invocation(result: AuditResult, base: str, verbose: bool) -> dict[str, Any]:
     return {
         "executionSuccessful": result.complete,
         "exitCode": result.exit_code,
         "toolExecutionNotifications": _execution_notifications(result, base),
-        "toolConfigurationNotifications": _configuration_notifications(result),
+        "toolConfigurationNotifications": _configuration_notifications(result, base, verbose),
         "properties": {
             "asOf": result.as_of.isoformat(),
             "failOn": result.fail_on.value,
@@ -270,7 +308,7 @@ def _driver(result: AuditResult) -> dict[str, Any]:
         "version": __version__,
         "semanticVersion": __version__,
         "informationUri": INFORMATION_URI,
-        "rules": [_descriptor(rule_result) for rule_result in result.rules],
+        "rules": [_descriptor(rule_result, result.fail_on) for rule_result in result.rules],
         "notifications": [{"id": name, "shortDescription": {"text": text}} for name, text in NOTIFICATIONS],
     }
 
@@ -278,7 +316,7 @@ def _driver(result: AuditResult) -> dict[str, Any]:
 def _run_properties(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     properties: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs),
-                                  "summary": summary_dict(result.summary())}
+                                  "summary": summary_dict(result.summary()), "sources": sources_dict(result)}
     baseline = result.baseline
     if baseline is not None:
         counts = baseline.counts()
@@ -287,14 +325,16 @@ def _run_properties(result: AuditResult) -> dict[str, Any]:
     return properties
 
 
-def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
+def to_dict(result: AuditResult, base: str | None = None, verbose: bool = False) -> dict[str, Any]:
     base = base or os.getcwd()
     rule_index = _rule_index(result)
     physical = _physical(result)
+    failing = {id(finding) for finding in result.failing}
     run: dict[str, Any] = {
         "tool": {"driver": _driver(result)},
-        "invocations": [_invocation(result, base)],
-        "results": [_result(f, rule_index, physical, base, result.baseline) for f in result.findings],
+        "invocations": [_invocation(result, base, verbose)],
+        "results": [_result(f, rule_index, physical, base, result.baseline, id(f) in failing)
+                    for f in result.findings],
         "columnKind": "unicodeCodePoints",
         "properties": _run_properties(result),
     }
@@ -305,5 +345,5 @@ def to_dict(result: AuditResult, base: str | None = None) -> dict[str, Any]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def render(result: AuditResult) -> str:
-    return _SURROGATE.sub("\ufffd", json.dumps(to_dict(result), indent=2, ensure_ascii=False)) + "\n"
+def render(result: AuditResult, verbose: bool = False) -> str:
+    return _SURROGATE.sub("\ufffd", json.dumps(to_dict(result, verbose=verbose), indent=2, ensure_ascii=False)) + "\n"

@@ -1,31 +1,51 @@
-"""Text report for people at a terminal: a table per rule with findings, then a summary.
+"""Text report for people at a terminal: findings by rule, what did not run, what passed, the verdict.
+
+It fits the terminal it is printed on (docs/terminal.md): the caller gives
+the width (the CLI takes it from `COLUMNS` or the terminal, 80 when unknown).
+Findings are a table per rule when every table fits that width without
+cutting an object name, a path or a word; otherwise (narrow terminals, long
+names) each finding is a block: its object, where it was read, and the
+message wrapped at word boundaries. Nothing is ever cut inside a word: a
+word longer than a line stands alone on its line.
+
+Verbosity: `QUIET` shows the findings that fail the gate, the rules in error
+and the verdict (what a pre-commit hook needs); `NORMAL` adds excepted
+findings, one line per rule that passed, the rules that did not run (their
+ids), remarks on the exception list; `VERBOSE` adds why each rule did not
+run, the notes, and the unused entries of the built-in exception list.
 
 Colour is applied only when the caller asks for it (the CLI does on a TTY,
 never with NO_COLOR); the words carry the meaning, colour only helps.
 
 Every string that comes from the input (object names, messages, file names,
-reasons, cluster names) is capped before it is laid out: the table layout
-wraps cells at a fixed width, and wrapping one unbroken multi-megabyte name
-costs time quadratic in its length (a 1.6 MB name took 67 s). Capped, the
-report costs time linear in the number of findings, whatever their size.
+reasons, cluster names) is capped before it is laid out and its control
+characters escaped, so a hostile name can neither drive the terminal nor
+make the layout slow: wrapping costs time linear in the capped text (a 1.6 MB
+name once took 67 s in a table layout that was quadratic in it).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
-
-from tabulate import tabulate
 
 from auditor.baseline import UNCHANGED, Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
-from auditor.exceptions_list import EntryStatus
+from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, RuleStatus
+from auditor.report import DEFAULT_WIDTH, Verbosity
+from auditor.report.sources import ConfigSources
 
-_COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2"}
-MESSAGE_WIDTH = 72
-OBJECT_WIDTH = 48
+_COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
+# The severity of a failed finding, coloured; an excepted one is dimmed, severity and all.
+SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
+MIN_WIDTH = 20  # below this, lines are laid out as if 20 wide (and overflow)
+MIN_MESSAGE_WIDTH = 32  # a table whose message column would be narrower is laid out as blocks
+COLUMN_GAP = "  "
+TABLE_INDENT = "  "
+HEADERS = ("STATUS", "SEVERITY", "OBJECT", "MESSAGE", "WHERE")
 
 # How much of one input-derived string the report shows (longer ones keep their
 # head and tail around a count of what was left out). Far above anything a
@@ -44,7 +64,7 @@ class _Style:
         self.enabled = enabled
 
     def __call__(self, text: str, colour: str) -> str:
-        if not self.enabled:
+        if not self.enabled or not text:
             return text
         return f"\033[{_COLOURS[colour]}m{text}\033[0m"
 
@@ -55,6 +75,8 @@ class _Style:
 # With colour on, only plain SGR colour sequences (what `_Style` writes) pass.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_BUT_COLOUR = re.compile(r"\x1b(?!\[\d{1,2}m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]")
+# In one laid-out field, tabs and newlines would break the layout too.
+_CONTROL_IN_FIELD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def neutralize(text: str, colour: bool) -> str:
@@ -74,57 +96,209 @@ def elide(text: str, limit: int) -> str:
     return f"{text[:head]} [... {len(text) - head - tail:,} characters elided ...] {text[len(text) - tail:]}"
 
 
+def shown(text: str, limit: int) -> str:
+    """An input-derived string as the report shows it: capped, then every control character escaped."""
+    return _CONTROL_IN_FIELD.sub(lambda match: f"\\x{ord(match.group()):02x}", elide(text, limit))
+
+
+def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> list[str]:
+    """`text` in lines of at most `width` columns, broken at spaces only.
+
+    The first line starts with `indent`, the others with `hang` (default:
+    `indent`). An `indent` that is more than spaces is a prefix (`FAILED id `):
+    the first word goes after it when it fits, else on the next line. A word
+    longer than a line is never cut: it stands alone on its line, which then
+    overflows. Linear in the length of `text`; lines carry no trailing space.
+    """
+    hang = indent if hang is None else hang
+    width = max(width, MIN_WIDTH)
+    lines: list[str] = []
+    line = indent
+    bare = not indent.strip()  # only indentation so far: the next word goes here, whatever its length
+    for word in text.split():
+        separator = "" if bare or line.endswith(" ") else " "
+        if not bare and len(line) + len(separator) + len(word) > width:
+            lines.append(line.rstrip())
+            line, separator = hang, ""
+        line += separator + word
+        bare = False
+    lines.append(line.rstrip())
+    return lines
+
+
+def _restyle(lines: list[str], plain: str, styled: str) -> list[str]:
+    """`lines` with the `plain` prefix of the first one replaced by its `styled` (coloured) form."""
+    if lines and lines[0].startswith(plain):
+        lines[0] = styled + lines[0][len(plain):]
+    return lines
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-# --- findings ------------------------------------------------------------------------
+# --- findings --------------------------------------------------------------------------------
 
 
-def _finding_row(finding: Finding, style: _Style, baseline: Baseline | None) -> list[str]:
-    message = elide(finding.message, MESSAGE_LIMIT)
+@dataclass(frozen=True)
+class _Row:
+    """One finding, as every layout shows it (input-derived fields already capped and escaped)."""
+
+    status: str
+    colour: str
+    severity: str
+    severity_colour: str
+    target: str
+    message: str
+    where: str
+    exception: str  # "excepted by NAME (file:line): reason", or ""
+
+
+@dataclass(frozen=True)
+class _Context:
+    width: int
+    style: _Style
+    verbosity: Verbosity
+    baseline: Baseline | None
+    sources: ConfigSources
+    entries: dict[str, ExceptionUsage]  # exception entry name -> what became of it
+    failing: frozenset[int]  # id() of each finding that fails the gate
+
+
+def _status(finding: Finding, baseline: Baseline | None) -> tuple[str, str]:
+    if finding.status is FindingStatus.EXCEPTED:
+        return "excepted", "dim"
+    if baseline is not None:
+        return ("failed (baseline)", "yellow") if baseline.state(finding) == UNCHANGED else ("failed (new)", "red")
+    return "failed", "red"
+
+
+def _row(finding: Finding, ctx: _Context) -> _Row:
+    status, colour = _status(finding, ctx.baseline)
+    exception = ""
     if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
-        status = style("excepted", "yellow")
-        exception = finding.exception
-        name, reason = elide(exception.name, LINE_LIMIT), elide(exception.reason, REASON_LIMIT)
-        message = f"{message} [excepted by {name}: {reason}]"
-    elif baseline is not None and baseline.state(finding) == UNCHANGED:
-        status = style("failed (baseline)", "yellow")
-    elif baseline is not None:
-        status = style("failed (new)", "red")
-    else:
-        status = style("failed", "red")
-    where = elide(str(finding.source), WHERE_LIMIT) if finding.source else ""
+        applied = finding.exception
+        usage = ctx.entries.get(applied.name)
+        where = f" ({ctx.sources.entry_location(usage.entry)})" if usage is not None else ""
+        exception = f"excepted by {shown(applied.name, LINE_LIMIT)}{where}: {shown(applied.reason, REASON_LIMIT)}"
     target = finding.object.display if not finding.cluster else f"{finding.cluster}: {finding.object.display}"
     severity = finding.severity.value if finding.severity else ""
-    return [status, severity, elide(target, OBJECT_LIMIT), message, where]
-
-
-def _rule_table(result: RuleResult, style: _Style, baseline: Baseline | None = None) -> list[str]:
-    table = tabulate(
-        [_finding_row(finding, style, baseline) for finding in result.findings],
-        headers=["STATUS", "SEVERITY", "OBJECT", "MESSAGE", "WHERE"],
-        tablefmt="simple",
-        maxcolwidths=[None, None, OBJECT_WIDTH, MESSAGE_WIDTH, None],
-        disable_numparse=True,
+    return _Row(
+        status=status,
+        colour=colour,
+        severity=severity,
+        severity_colour="dim" if finding.status is FindingStatus.EXCEPTED else SEVERITY_COLOURS.get(severity, "bold"),
+        target=shown(target, OBJECT_LIMIT),
+        message=shown(finding.message, MESSAGE_LIMIT),
+        where=shown(str(finding.source), WHERE_LIMIT) if finding.source else "",
+        exception=exception,
     )
-    return ["  " + line for line in table.splitlines()]
 
 
-def _rule_sections(result: AuditResult, style: _Style, baseline: Baseline | None) -> list[str]:
-    """One headed table per rule with findings, and the fix when some failed."""
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """Widths of a rule's table: STATUS, SEVERITY, OBJECT, MESSAGE, WHERE."""
+
+    widths: tuple[int, int, int, int, int]
+
+    @classmethod
+    def fitting(cls, rows: list[_Row], width: int) -> _Columns | None:
+        """The table's columns, or None when it cannot fit `width` without cutting a name or a word."""
+        status = max(len(HEADERS[0]), *(len(row.status) for row in rows))
+        severity = max(len(HEADERS[1]), *(len(row.severity) for row in rows))
+        target = max(len(HEADERS[2]), *(len(row.target) for row in rows))
+        where = max(len(HEADERS[4]), *(len(row.where) for row in rows))
+        fixed = len(TABLE_INDENT) + status + severity + target + where + 4 * len(COLUMN_GAP)
+        room = width - fixed
+        texts = [f"{row.message} [{row.exception}]" if row.exception else row.message for row in rows]
+        needed = max(len(HEADERS[3]), *(len(text) for text in texts))
+        longest = max(_longest_word(text) for text in texts)
+        if room < min(MIN_MESSAGE_WIDTH, needed) or room < longest:
+            return None
+        return cls((status, severity, target, min(room, needed), where))
+
+
+def _table(rows: list[_Row], columns: _Columns, style: _Style) -> list[str]:
+    status_w, severity_w, target_w, message_w, _ = columns.widths
+
+    def line(cells: tuple[str, str, str, str, str], row: _Row | None = None) -> str:
+        padded = [cell.ljust(width) for cell, width in zip(cells, columns.widths, strict=True)]
+        if row is not None:  # colour the words, pad outside the colour codes
+            padded[0] = style(cells[0], row.colour) + " " * (status_w - len(cells[0]))
+            padded[1] = style(cells[1], row.severity_colour) + " " * (severity_w - len(cells[1]))
+        return (TABLE_INDENT + COLUMN_GAP.join(padded)).rstrip()
+
+    lines = [line(HEADERS), line(("-" * status_w, "-" * severity_w, "-" * target_w, "-" * message_w,
+                                  "-" * columns.widths[4]))]
+    for row in rows:
+        text = f"{row.message} [{row.exception}]" if row.exception else row.message
+        message_lines = wrap(text, message_w)
+        lines.append(line((row.status, row.severity, row.target, message_lines[0], row.where), row))
+        lines.extend(line(("", "", "", more, "")) for more in message_lines[1:])
+    return lines
+
+
+def _block(row: _Row, ctx: _Context) -> list[str]:
+    """One finding on its own lines: status, severity and object; where; the message; the exception."""
+    lines = wrap(row.target, ctx.width, f"  {row.status}  {row.severity}  ", "      ")
+    status, severity = ctx.style(row.status, row.colour), ctx.style(row.severity, row.severity_colour)
+    _restyle(lines, f"  {row.status}  {row.severity}", f"  {status}  {severity}")
+    if row.where:
+        lines += wrap(f"at {row.where}", ctx.width, "    ", "       ")
+    lines += wrap(row.message, ctx.width, "    ")
+    if row.exception:
+        lines += wrap(row.exception, ctx.width, "    ")
+    return lines
+
+
+def _shown_findings(rule_result: RuleResult, ctx: _Context) -> list[Finding]:
+    if ctx.verbosity is Verbosity.QUIET:
+        return [finding for finding in rule_result.findings if id(finding) in ctx.failing]
+    return list(rule_result.findings)
+
+
+def _tables_fit(result: AuditResult, ctx: _Context) -> bool:
+    """Whether every rule's findings fit a table at this width (else every rule's are blocks)."""
+    for rule_result in result.rules:
+        findings = _shown_findings(rule_result, ctx)
+        if findings and _Columns.fitting([_row(f, ctx) for f in findings], ctx.width) is None:
+            return False
+    return True
+
+
+def _heading(label: str, colour: str, rule_result: RuleResult, ctx: _Context) -> list[str]:
+    """`LABEL rule-id (severity): title`, the label and id always on the first line."""
+    lines = wrap(f"({rule_result.severity.value}): {rule_result.title}", ctx.width, f"{label} {rule_result.id} ",
+                 "  ")
+    return _restyle(lines, f"{label} {rule_result.id}",
+                    f"{ctx.style(label, colour)} {ctx.style(rule_result.id, 'bold')}")
+
+
+def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
+    """One headed section per rule with findings to show, and the fix when some failed."""
+    tables = _tables_fit(result, ctx)
     lines: list[str] = []
     for rule_result in result.rules:
-        if not rule_result.findings:
+        findings = _shown_findings(rule_result, ctx)
+        if not findings:
             continue
         # Headed by its findings, not its status: in a fleet, a rule whose findings
         # failed on one cluster and that errored on another has status `error`.
         failed = rule_result.failed_count > 0
-        label = style("FAILED", "red") if failed else style("EXCEPTED", "yellow")
-        lines.append(f"{label} {style(rule_result.id, 'bold')} ({rule_result.severity.value}): {rule_result.title}")
-        lines.extend(_rule_table(rule_result, style, baseline))
+        lines += _heading("FAILED" if failed else "EXCEPTED", "red" if failed else "yellow", rule_result, ctx)
+        rows = [_row(finding, ctx) for finding in findings]
+        columns = _Columns.fitting(rows, ctx.width) if tables else None
+        if columns is not None:
+            lines += _table(rows, columns, ctx.style)
+        else:
+            for row in rows:
+                lines += _block(row, ctx)
         if failed and rule_result.rule is not None:
-            lines.append(f"  fix: {rule_result.rule.remediation}")
+            lines += wrap(f"fix: {rule_result.rule.remediation}", ctx.width, "  ", "       ")
         lines.append("")
     return lines
 
@@ -134,12 +308,12 @@ def _rule_sections(result: AuditResult, style: _Style, baseline: Baseline | None
 
 def _target(result: AuditResult) -> str:
     snapshot = result.snapshot
-    target = ", ".join(elide(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
+    target = ", ".join(shown(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
     if snapshot.cluster is not None and snapshot.mode == "live":
         cluster = snapshot.cluster
         target = (
-            f"cluster {cluster.label or cluster.context or '?'} ({cluster.server}, Kubernetes {cluster.version}, "
-            f"fingerprint {cluster.fingerprint})"
+            f"cluster {shown(cluster.label or cluster.context or '?', LINE_LIMIT)} ({cluster.server}, "
+            f"Kubernetes {cluster.version}, fingerprint {cluster.fingerprint})"
         )
     elif snapshot.mode == "fleet" and result.fleet:
         target = f"{_plural(len(result.fleet), 'cluster')}: " + "; ".join(
@@ -148,86 +322,126 @@ def _target(result: AuditResult) -> str:
             f"fingerprint {m.info.fingerprint})"
             for m in result.fleet
         )
-    return elide(target, LINE_LIMIT)
+    return shown(target, LINE_LIMIT)
 
 
-def _header(result: AuditResult, style: _Style) -> list[str]:
+def _header(result: AuditResult, ctx: _Context) -> list[str]:
+    if ctx.verbosity is Verbosity.QUIET:
+        return []
     snapshot = result.snapshot
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
-    lines = [style(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", "bold")]
-    lines.extend(style(f"note: {elide(note, LINE_LIMIT)}", "yellow") for note in result.notes)
+    lines = [ctx.style(line, "bold") for line in
+             wrap(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+    lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
+    if ctx.verbosity is Verbosity.VERBOSE:
+        for note in result.notes:
+            lines += [ctx.style(line, "yellow") for line in wrap(f"note: {shown(note, LINE_LIMIT)}", ctx.width,
+                                                                 "", "  ")]
+    elif result.notes:
+        lines += wrap(f"{_plural(len(result.notes), 'note')} about the posture (-v shows them)", ctx.width, "", "  ")
     lines.append("")
     return lines
 
 
-def _verdicts(result: AuditResult, style: _Style) -> list[str]:
-    """The rules that reached no verdict, with why, then those that passed."""
-    lines = []
+def _labelled(label: str, colour: str, rest: str, ctx: _Context, indent: str = "", hang: str = "  ") -> list[str]:
+    """`LABEL rest`, wrapped with a hanging indent, the label coloured (and always on the first line)."""
+    lines = wrap(rest, ctx.width, f"{indent}{label} ", hang)
+    return _restyle(lines, f"{indent}{label}", f"{indent}{ctx.style(label, colour)}")
+
+
+def _verdicts(result: AuditResult, ctx: _Context) -> list[str]:
+    """Rules in error, rules that did not run (with why when verbose or when it fails the run), rules passed."""
+    lines: list[str] = []
+    not_run = [r for r in result.rules if r.status is RuleStatus.NOT_RUN]
     for rule_result in result.rules:
-        if rule_result.status is RuleStatus.NOT_RUN:
-            lines.append(f"{style('NOT RUN', 'yellow')} {rule_result.id}: {elide(rule_result.reason, LINE_LIMIT)}")
-        elif rule_result.status is RuleStatus.ERROR:
-            lines.append(f"{style('ERROR', 'red')} {rule_result.id}: {elide(rule_result.reason, LINE_LIMIT)}")
-    passed = [r.id for r in result.rules if r.status is RuleStatus.PASSED]
-    if passed:
-        lines.append(f"{style('PASSED', 'green')} {', '.join(passed)}")
+        if rule_result.status is RuleStatus.ERROR:
+            lines += _labelled("ERROR", "red", f"{rule_result.id}: {shown(rule_result.reason, LINE_LIMIT)}", ctx)
+    if not_run and (ctx.verbosity is Verbosity.VERBOSE or result.require_complete):
+        colour = "red" if result.require_complete else "yellow"
+        for rule_result in not_run:
+            lines += _labelled("NOT RUN", colour, f"{rule_result.id}: {shown(rule_result.reason, LINE_LIMIT)}", ctx)
+    elif not_run and ctx.verbosity is Verbosity.NORMAL:
+        ids = ", ".join(r.id for r in not_run)
+        lines += _labelled("NOT RUN", "yellow", f"{ids} (the input does not show what they need; -v says why)", ctx)
+    if ctx.verbosity is Verbosity.QUIET:
+        return lines
+    for rule_result in result.rules:
+        if rule_result.status is RuleStatus.PASSED:
+            checked = f" ({len(rule_result.examined)} checked)" if rule_result.examined else ""
+            prefix = f"{rule_result.id}{checked}: "
+            title = first_line(rule_result.title, ctx.width - len("PASSED ") - len(prefix))
+            lines.append(f"{ctx.style('PASSED', 'green')} {prefix}{title}")
     return lines
 
 
+def first_line(text: str, width: int) -> str:
+    """`text` if it fits `width` columns, else as many of its words as fit, then `…` (one line, never mid-word)."""
+    if len(text) <= width:
+        return text
+    kept: list[str] = []
+    length = 0
+    for word in text.split():
+        if length + len(word) + 2 > width:  # room for the word, a space and the ellipsis
+            break
+        kept.append(word)
+        length += len(word) + 1
+    return " ".join([*kept, "…"])
+
+
 def _duplicate_remark(duplicate: DuplicateObject) -> str:
-    shown = [elide(str(source), WHERE_LIMIT) if source else "(unknown place)"
-             for source in duplicate.sources[:SOURCES_SHOWN]]
-    more = duplicate.count - len(shown)
-    where = ", ".join(shown) + (f" and {more:,} more" if more else "")
-    return (f"{elide(duplicate.display, OBJECT_LIMIT)} is defined {duplicate.count:,} times in the input ({where}): "
+    places = [shown(str(source), WHERE_LIMIT) if source else "(unknown place)"
+              for source in duplicate.sources[:SOURCES_SHOWN]]
+    more = duplicate.count - len(places)
+    where = ", ".join(places) + (f" and {more:,} more" if more else "")
+    return (f"{shown(duplicate.display, OBJECT_LIMIT)} is defined {duplicate.count:,} times in the input ({where}): "
             "each definition is audited; a rule looking it up by name sees only the first")
 
 
-def _remarks(result: AuditResult, style: _Style) -> list[str]:
+def _remarks(result: AuditResult, ctx: _Context) -> list[str]:
     """Input problems (objects defined twice) and what became of the exception list."""
+    if ctx.verbosity is Verbosity.QUIET:
+        return []
     warnings = [_duplicate_remark(duplicate) for duplicate in result.duplicates]
     remarks = []
     for usage in result.exceptions:
-        name = elide(usage.entry.name, LINE_LIMIT)
-        if usage.status is EntryStatus.EXPIRED:
-            covered = f"; it would cover {_plural(usage.matched, 'finding')}" if usage.matched else ""
-            remarks.append(f"exception {name} expired on {usage.entry.expires} and no longer applies{covered}")
-        elif usage.status is EntryStatus.UNUSED:
-            remarks.append(f"exception {name} matched nothing (stale? remove it)")
+        if not ctx.sources.reported(usage, ctx.verbosity is Verbosity.VERBOSE):
+            continue
+        remark = (ctx.sources.unused_remark(usage) if usage.status is EntryStatus.UNUSED
+                  else ctx.sources.expired_remark(usage))
+        remarks.append(shown(remark, LINE_LIMIT))
     if not warnings and not remarks:
         return []
-    return [
-        "",
-        *(style(f"warning: {warning}", "yellow") for warning in warnings),
-        *(style(f"note: {remark}", "yellow") for remark in remarks),
-    ]
+    lines = [""]
+    for text, label in [*((w, "warning") for w in warnings), *((r, "note") for r in remarks)]:
+        lines += [ctx.style(line, "yellow") for line in wrap(f"{label}: {text}", ctx.width, "", "  ")]
+    return lines
 
 
 def _entry_target(entry: dict[str, Any]) -> str:
     obj = entry["object"]
     display = (f"{obj['kind']}/{obj['namespace']}/{obj['name']}" if obj.get("namespace")
                else f"{obj['kind']}/{obj['name']}")
-    return elide(f"{entry['cluster']}: {display}" if entry.get("cluster") else display, OBJECT_LIMIT)
+    return shown(f"{entry['cluster']}: {display}" if entry.get("cluster") else display, OBJECT_LIMIT)
 
 
-def _baseline_lines(baseline: Baseline, style: _Style) -> list[str]:
+def _baseline_lines(baseline: Baseline, ctx: _Context) -> list[str]:
+    if ctx.verbosity is Verbosity.QUIET:
+        return []
     counts = baseline.counts()
-    when = f" of {elide(str(baseline.report['asOf']), LINE_LIMIT)}" if baseline.report.get("asOf") else ""
-    lines = [
-        "",
-        style(f"Baseline {elide(baseline.path, LINE_LIMIT)}{when}: {counts.new} new, "
-              f"{counts.unchanged} unchanged, {counts.fixed} fixed"
-              + (f", {counts.unverified} not rechecked" if counts.unverified else ""), "bold"),
-    ]
+    when = f" of {shown(str(baseline.report['asOf']), LINE_LIMIT)}" if baseline.report.get("asOf") else ""
+    heading = (f"Baseline {shown(baseline.path, LINE_LIMIT)}{when}: {counts.new} new, {counts.unchanged} unchanged, "
+               f"{counts.fixed} fixed" + (f", {counts.unverified} not rechecked" if counts.unverified else ""))
+    lines = ["", *(ctx.style(line, "bold") for line in wrap(heading, ctx.width, "", "  "))]
     for entry in baseline.comparison.fixed:
-        lines.append(f"  {style('fixed', 'green')} {elide(entry['rule'], LINE_LIMIT)} {_entry_target(entry)}")
+        text = f"{shown(entry['rule'], LINE_LIMIT)} {_entry_target(entry)}"
+        lines += _labelled("fixed", "green", text, ctx, "  ", "    ")
     for entry in baseline.comparison.unverified:
-        lines.append(f"  {style('not rechecked', 'yellow')} {elide(entry['rule'], LINE_LIMIT)} {_entry_target(entry)}"
-                     " (the rule reached no verdict this time)")
+        text = f"{shown(entry['rule'], LINE_LIMIT)} {_entry_target(entry)} (the rule reached no verdict this time)"
+        lines += _labelled("not rechecked", "yellow", text, ctx, "  ", "    ")
     return lines
 
 
-def _summary(result: AuditResult, style: _Style) -> list[str]:
+def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     summary = result.summary()
     parts = [
         _plural(summary.failed, "finding") + " failed",
@@ -237,31 +451,46 @@ def _summary(result: AuditResult, style: _Style) -> list[str]:
     ]
     if summary.rules_error:
         parts.append(_plural(summary.rules_error, "rule") + " in error")
-    return ["", style(", ".join(parts), "bold"), _verdict(result, style)]
+    lines = [""]
+    if ctx.verbosity is Verbosity.QUIET:
+        lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
+    lines += [ctx.style(line, "bold") for line in wrap(", ".join(parts), ctx.width, "", "  ")]
+    text, colour = _verdict(result)
+    return [*lines, *(ctx.style(line, colour) for line in wrap(text, ctx.width, "", "  "))]
 
 
-def _verdict(result: AuditResult, style: _Style) -> str:
+def _verdict(result: AuditResult) -> tuple[str, str]:
     if result.incomplete_gate:
-        return style("Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red")
+        return "Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red"
     new = "new " if result.baseline is not None else ""
     if result.failing:
         failing = _plural(len(result.failing), new + "finding")
-        return style(f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red")
+        return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
     if not result.complete:
-        return style("Verdict: PASS on what could be checked "
-                     "(some rules did not run; --require-complete makes that fail)", "yellow")
-    return style("Verdict: PASS", "green")
+        return ("Verdict: PASS on what could be checked (some rules did not run; --require-complete makes that fail)",
+                "yellow")
+    return "Verdict: PASS", "green"
 
 
-def render(result: AuditResult, color: bool = False) -> str:
-    style = _Style(color)
-    baseline = result.baseline
+def render(result: AuditResult, color: bool = False, width: int = DEFAULT_WIDTH,
+           verbosity: Verbosity = Verbosity.NORMAL) -> str:
+    ctx = _Context(
+        width=max(width, MIN_WIDTH),
+        style=_Style(color),
+        verbosity=verbosity,
+        baseline=result.baseline,
+        sources=ConfigSources.of(result),
+        entries={usage.entry.name: usage for usage in result.exceptions},
+        failing=frozenset(id(finding) for finding in result.failing),
+    )
     lines = [
-        *_header(result, style),
-        *_rule_sections(result, style, baseline),
-        *_verdicts(result, style),
-        *_remarks(result, style),
-        *(_baseline_lines(baseline, style) if baseline is not None else []),
-        *_summary(result, style),
+        *_header(result, ctx),
+        *_rule_sections(result, ctx),
+        *_verdicts(result, ctx),
+        *_remarks(result, ctx),
+        *(_baseline_lines(result.baseline, ctx) if result.baseline is not None else []),
+        *_summary(result, ctx),
     ]
-    return neutralize("\n".join(lines), color) + "\n"
+    # Sections end or start with a blank line; one separates them, none opens the report.
+    tidy = [line for index, line in enumerate(lines) if line or (index and lines[index - 1])]
+    return neutralize("\n".join(tidy[1:] if tidy and not tidy[0] else tidy), color) + "\n"

@@ -1,0 +1,103 @@
+"""GitLab Code Quality report (`--format codequality`, `--codequality FILE`) for the merge-request widget.
+
+GitLab reads a JSON array of issues, each with `description`, `check_name`,
+`fingerprint`, `severity` (`info`, `minor`, `major`, `critical` or
+`blocker`), `location.path` (relative to the repository) and
+`location.lines.begin`; it ignores the other fields of the Code Climate
+spec and refuses a byte-order mark
+(https://docs.gitlab.com/ci/testing/code_quality/#implement-a-custom-tool).
+A job publishes it with `artifacts: reports: codequality:` (docs/ci-gitlab.md);
+the widget then lists the issues a merge request adds or fixes, compared by
+fingerprint with the target branch's report.
+
+- One issue per finding. Failed findings keep their severity: error →
+  `critical`, warning → `major`, info → `minor`. Excepted findings are
+  `info`, their description naming the exception and its reason: accepted
+  drift stays visible, as in every report.
+- `fingerprint` hashes the rule and the object (kind, namespace, name,
+  cluster) — never the message or the line, which change while the drift
+  stays the same — plus a count for a rule's second finding on one object,
+  so each issue stays itself across commits and no two issues collide.
+- `location.path` is relative to the working directory (run `audit` from the
+  repository root, as CI does); a finding read from standard input or a
+  cluster names where it was read instead, and line 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from auditor.engine import AuditResult
+from auditor.model import Finding, FindingStatus, Severity
+
+SEVERITIES = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "minor"}
+EXCEPTED_SEVERITY = "info"
+
+
+STDIN_NAME = "<stdin>"
+
+
+def _path(finding: Finding, base: str, files: bool) -> str:
+    """The finding's file relative to `base` (forward slashes) when below it, else where it was read."""
+    source = finding.source
+    if source is None or not source.path:
+        return finding.object.display
+    if not files or source.path == STDIN_NAME:  # a cluster, standard input
+        return source.path
+    absolute, base = os.path.abspath(source.path), os.path.abspath(base)
+    try:
+        inside = os.path.commonpath([absolute, base]) == base
+    except ValueError:  # another drive
+        inside = False
+    return str(PurePosixPath(*Path(os.path.relpath(absolute, base)).parts)) if inside else absolute
+
+
+def _identity(finding: Finding) -> str:
+    ref = finding.object
+    return "\0".join([finding.rule, finding.cluster or "", ref.kind, ref.namespace or "", ref.name])
+
+
+def _issue(finding: Finding, base: str, files: bool, occurrence: int) -> dict[str, Any]:
+    display = f"{finding.cluster}: {finding.object.display}" if finding.cluster else finding.object.display
+    description = f"{display}: {finding.message}"
+    severity = SEVERITIES[finding.severity or Severity.ERROR]
+    if finding.status is FindingStatus.EXCEPTED and finding.exception is not None:
+        description += f" (excepted by {finding.exception.name}: {finding.exception.reason})"
+        severity = EXCEPTED_SEVERITY
+    identity = _identity(finding) + (f"\0{occurrence}" if occurrence else "")
+    return {
+        "description": description,
+        "check_name": finding.rule,
+        "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
+        "severity": severity,
+        "location": {
+            "path": _path(finding, base, files),
+            "lines": {"begin": finding.source.line if finding.source is not None and finding.source.line else 1},
+        },
+    }
+
+
+def to_list(result: AuditResult, base: str | None = None) -> list[dict[str, Any]]:
+    base = base or os.getcwd()
+    files = result.snapshot.mode in ("offline", "snapshot")  # findings point at files, not only at a cluster
+    seen: Counter[str] = Counter()
+    issues = []
+    for finding in result.findings:  # sorted by the engine: occurrences count in a stable order
+        identity = _identity(finding)
+        issues.append(_issue(finding, base, files, seen[identity]))
+        seen[identity] += 1
+    return issues
+
+
+# Lone surrogates (a JSON input can hold "\\ud800") cannot be written as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def render(result: AuditResult) -> str:
+    return _SURROGATE.sub("\ufffd", json.dumps(to_list(result), indent=2, ensure_ascii=False)) + "\n"
