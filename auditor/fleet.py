@@ -114,6 +114,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         notes=notes,
         fleet=list(clusters or []),
         duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
+        exposures=tuple(replace(judged, cluster=name) for name, result in parts for judged in result.exposures),
     )
 
 
