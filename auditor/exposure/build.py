@@ -293,10 +293,13 @@ class _Builder:
                 continue
             plane = (gw.cilium_data_plane(self.snapshot, gateway, self.settings.gateway) if controller == "cilium"
                      else gw.envoy_data_plane(self.snapshot, gateway))
+            listed = self.snapshot.mode.from_cluster and self.known(kinds.SERVICE)
             if live is not None:
                 owned[id(live)] = gateway.ref
                 service_ref: ObjectRef | None = live.ref
-            elif plane.type == "ClusterIP":
+            elif plane.type == "ClusterIP" or listed:
+                # Read from a cluster that lists its Services: the controller made none (yet), and the model
+                # does not invent one; offline, it stands for the Service the controller will make.
                 service_ref = None
             else:
                 implied[gateway.ref] = self._implied_view(gateway, plane, hops)
