@@ -7,11 +7,14 @@ nothing else from the auditor (an import-linter contract checks it), so what
 they can do, a plugin can do too. docs/plugins.md shows a complete plugin.
 
     from auditor.api import Fact, Finding, Rule, RuleContext, Severity, Snapshot, kinds
+
+`exposure` is the exposure model (auditor/exposure/): every way in from outside
+the cluster, built once per snapshot and read as `ctx.exposures`.
 """
 
 from __future__ import annotations
 
-from auditor import kinds
+from auditor import exposure, kinds
 from auditor.cilium import keys as cilium_keys
 from auditor.cilium.config import Setting
 from auditor.cilium.helm_values import HelmValues
@@ -62,6 +65,7 @@ __all__ = [
     "cilium_keys",
     "conditions",
     "crd_served_versions",
+    "exposure",
     "image_name",
     "image_tag_version",
     "is_empty_selector",

@@ -20,6 +20,9 @@ from auditor.cilium import config as cilium_config
 from auditor.duplicates import DuplicateObject, find_duplicates
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from auditor.exceptions_list import ExceptionList, ExceptionMatcher, ExceptionUsage, applied, own_labels
+from auditor.exposure import ExposureModel, JudgedEntrance
+from auditor.exposure import build as build_exposure_model
+from auditor.exposure import judge as judge_exposures
 from auditor.model import (
     ClusterInfo,
     Finding,
@@ -107,6 +110,10 @@ class AuditResult:
     duplicates: list[DuplicateObject] = field(default_factory=list)
     # The posture file the audit was judged against; None: the built-in platform defaults.
     posture_path: str | None = None
+    # The exposure model of the snapshot (None in a fleet: each cluster has its own), and every way
+    # in with its verdict, sorted by address then port (by cluster first in a fleet).
+    exposure_model: ExposureModel | None = None
+    exposures: tuple[JudgedEntrance, ...] = ()
 
     @property
     def failing(self) -> list[Finding]:
@@ -186,7 +193,8 @@ class AuditResult:
         return replace(self, baseline=Baseline(path, report, comparison))
 
 
-def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig) -> RuleResult:
+def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig,
+              exposures: ExposureModel) -> RuleResult:
     severity = posture.severity_overrides.get(rule.id, rule.severity)
     result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
     unmet = unmet_requirement(snapshot, rule)
@@ -195,7 +203,7 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
         result.status = RuleStatus.ERROR if state is CoverageState.FAILED else RuleStatus.NOT_RUN
         result.reason = reason
         return result
-    ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium, rule=rule)
+    ctx = RuleContext(snapshot=snapshot, posture=posture, cilium=cilium, rule=rule, exposure_model=exposures)
     try:
         findings: list[Finding] = []
         for finding in rule.check(snapshot, ctx):
@@ -225,11 +233,12 @@ def run(
     require_complete: bool = False,
 ) -> AuditResult:
     cilium = cilium_config.resolve(snapshot)
+    exposure_model = build_exposure_model(snapshot, cilium, posture)  # once, for every rule and the reports
     matcher = ExceptionMatcher(exceptions, as_of)
     labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
     for rule in rule_set.rules:
-        result = _run_rule(rule, snapshot, posture, cilium)
+        result = _run_rule(rule, snapshot, posture, cilium, exposure_model)
         stamped: list[Finding] = []
         for finding in result.findings:
             entry = matcher.apply(finding, labels_of)
@@ -248,6 +257,7 @@ def run(
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     coverage = {gk: snapshot.coverage(gk) for gk in kinds_read_by(rule_set.rules)}
     rules_run = {r.id for r in results if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+    statuses = {r.id: (r.status, r.reason) for r in results}
     return AuditResult(
         snapshot=snapshot,
         rules=results,
@@ -261,4 +271,6 @@ def run(
         notes=list(posture.notes),
         duplicates=find_duplicates(snapshot.objects),
         posture_path=posture.path,
+        exposure_model=exposure_model,
+        exposures=judge_exposures(exposure_model.entrances, posture, findings, statuses),
     )

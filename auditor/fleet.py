@@ -115,6 +115,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         fleet=list(clusters or []),
         duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
         posture_path=first.posture_path,
+        exposures=tuple(replace(judged, cluster=name) for name, result in parts for judged in result.exposures),
     )
 
 

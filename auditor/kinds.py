@@ -39,11 +39,20 @@ CILIUM_NETWORK_POLICY = "CiliumNetworkPolicy.cilium.io"
 CILIUM_CLUSTERWIDE_NETWORK_POLICY = "CiliumClusterwideNetworkPolicy.cilium.io"
 LB_IP_POOL = "CiliumLoadBalancerIPPool.cilium.io"
 L2_ANNOUNCEMENT_POLICY = "CiliumL2AnnouncementPolicy.cilium.io"
+CILIUM_GATEWAY_CLASS_CONFIG = "CiliumGatewayClassConfig.cilium.io"
 
 # Gateway API
 GATEWAY = "Gateway.gateway.networking.k8s.io"
 GATEWAY_CLASS = "GatewayClass.gateway.networking.k8s.io"
 HTTP_ROUTE = "HTTPRoute.gateway.networking.k8s.io"
+GRPC_ROUTE = "GRPCRoute.gateway.networking.k8s.io"
+TLS_ROUTE = "TLSRoute.gateway.networking.k8s.io"
+TCP_ROUTE = "TCPRoute.gateway.networking.k8s.io"
+UDP_ROUTE = "UDPRoute.gateway.networking.k8s.io"
+ROUTE_KINDS = (HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, TCP_ROUTE, UDP_ROUTE)
+REFERENCE_GRANT = "ReferenceGrant.gateway.networking.k8s.io"
+# Envoy Gateway's data-plane configuration (a Gateway controller other than Cilium's)
+ENVOY_PROXY = "EnvoyProxy.gateway.envoyproxy.io"
 # cert-manager Certificates name the Secrets Gateway listeners reference
 CERT_MANAGER_CERTIFICATE = "Certificate.cert-manager.io"
 
@@ -131,12 +140,16 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "CiliumEnvoyConfig.cilium.io": ("cilium.io", "ciliumenvoyconfigs"),
     "CiliumClusterwideEnvoyConfig.cilium.io": ("cilium.io", "ciliumclusterwideenvoyconfigs"),
     "CiliumNode.cilium.io": ("cilium.io", "ciliumnodes"),
+    "CiliumGatewayClassConfig.cilium.io": ("cilium.io", "ciliumgatewayclassconfigs"),
     # Gateway API
     "Gateway.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "gateways"),
     "GatewayClass.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "gatewayclasses"),
     "HTTPRoute.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "httproutes"),
     "GRPCRoute.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "grpcroutes"),
     "TLSRoute.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "tlsroutes"),
+    "TCPRoute.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "tcproutes"),
+    "UDPRoute.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "udproutes"),
+    "EnvoyProxy.gateway.envoyproxy.io": ("gateway.envoyproxy.io", "envoyproxies"),
     "ReferenceGrant.gateway.networking.k8s.io": ("gateway.networking.k8s.io", "referencegrants"),
     # cert-manager, MetalLB, GitOps controllers
     "Certificate.cert-manager.io": ("cert-manager.io", "certificates"),

@@ -304,8 +304,13 @@ def is_placeholder(value: str) -> bool:
     return _PLACEHOLDER.search(value) is not None
 
 
-def string_labels(labels: Mapping[Any, Any]) -> dict[str, str]:
-    """Only the string-to-string pairs of a label mapping (what selectors can match)."""
+def string_labels(labels: object) -> dict[str, str]:
+    """Only the string-to-string pairs of a label mapping (what selectors can match).
+
+    Anything else (hostile input writes `labels: [app]`) has no labels a selector could match.
+    """
+    if not isinstance(labels, Mapping):
+        return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
 

@@ -24,6 +24,10 @@ DEFAULT_FILE = "audit-posture.yaml"
 DEFAULT_EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 BENCH_POOL_RANGE = "192.168.67.240-192.168.67.250"
 DEPRECATED_MODES = {"lb-ipam": "gateway", "hostport": "gateway"}
+EXPOSURE_MODES = ("gateway", "l4", "none")
+CONTRACT_SCHEMA = "exposure-contract.schema.json"
+# How the platform's contract check names the NodePort Service of an exposed endpoint (ADR 0092).
+DEFAULT_NODEPORT_NAME = "{service}-nodeport"
 
 
 # The posture file's fields rules read, as rules declare them (`Rule.posture_fields`),
@@ -31,6 +35,9 @@ DEPRECATED_MODES = {"lb-ipam": "gateway", "hostport": "gateway"}
 # is read by the engine and the live reader, not by rules.
 FIELDS: dict[str, str] = {
     "exposure.mode": "exposure_mode",
+    "exposure.allow": "exposure_allow",
+    "exposure.infrastructure": "exposure_infrastructure",
+    "exposure.edgeGateways": "edge_gateways",
     "exposure.gatewayHostNetwork": "gateway_host_network",
     "exposure.lbIpamL2": "lb_ipam_l2_armed",
     "exposure.approvedLbIpamRanges": "approved_lb_ipam_ranges",
@@ -46,12 +53,58 @@ class UndeclaredRead(Exception):
     """A rule read a posture field or a Cilium setting it does not declare (a bug in the rule)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ExposureEntry:
+    """An entry of `exposure.allow` or `exposure.infrastructure`: the objects it names (globs) and why.
+
+    It matches the object a way in belongs to: the Service of a NodePort, the
+    workload (Deployment, DaemonSet, Pod...) of a hostPort or hostNetwork port.
+    """
+
+    name: str
+    reason: str
+    namespace: str = "*"
+    kind: str = "*"
+    origin: str = "platform default"  # where it was written: `audit-posture.yaml:12`, a contract file line
+
+    def matches(self, kind: str, namespace: str | None, name: str) -> bool:
+        return (fnmatchcase(kind, self.kind) and fnmatchcase(namespace or "", self.namespace)
+                and fnmatchcase(name, self.name))
+
+    def describe(self) -> str:
+        """`kube-system/cilium (platform default)`."""
+        what = f"{self.namespace}/{self.name}" if self.kind == "*" else f"{self.kind} {self.namespace}/{self.name}"
+        return f"{what} ({self.origin})"
+
+
+# The components whose host ports and hostNetwork ports are the platform itself, not an application's
+# way in (exposure.infrastructure replaces the list). Matched against the workload's namespace and name.
+DEFAULT_INFRASTRUCTURE: tuple[ExposureEntry, ...] = (
+    ExposureEntry("cilium", "the Cilium agent runs in the host network by design (health, metrics, Hubble peer)",
+                  namespace="kube-system"),
+    ExposureEntry("cilium-envoy", "Cilium's Envoy DaemonSet serves the Gateway listeners from the host network",
+                  namespace="kube-system"),
+    ExposureEntry("cilium-operator", "the Cilium operator runs in the host network (health, metrics)",
+                  namespace="kube-system"),
+    ExposureEntry("*node-exporter", "a node exporter reads the node's own metrics from the host network"),
+    ExposureEntry("kube-apiserver-*", "a control-plane static Pod of the node", namespace="kube-system", kind="Pod"),
+    ExposureEntry("etcd-*", "a control-plane static Pod of the node", namespace="kube-system", kind="Pod"),
+    ExposureEntry("kube-controller-manager-*", "a control-plane static Pod of the node", namespace="kube-system",
+                  kind="Pod"),
+    ExposureEntry("kube-scheduler-*", "a control-plane static Pod of the node", namespace="kube-system", kind="Pod"),
+)
+
+
 @dataclass
 class Posture:
-    # TODO(issue 12): parsed, validated and documented, but no rule reads it yet: the exposure
-    # model of issue 12 makes the exposure rules judge against it. Until then the meta-test
-    # "every posture field is read by a rule" lists it as a known, named gap.
+    # gateway (only the edge Gateway), l4 (NodePort and hostPort UIs on node IPs, named), none.
     exposure_mode: str = "gateway"
+    # Mode l4: what may be exposed on node IPs (NodePort Services, hostPort and hostNetwork workloads),
+    # from exposure.allow and the exposure contract file.
+    exposure_allow: tuple[ExposureEntry, ...] = ()
+    exposure_infrastructure: tuple[ExposureEntry, ...] = DEFAULT_INFRASTRUCTURE
+    # Mode gateway: the Gateways that are the edge (`namespace/name` globs).
+    edge_gateways: tuple[str, ...] = ("*/*",)
     gateway_host_network: bool = True
     lb_ipam_l2_armed: bool = False
     approved_lb_ipam_ranges: tuple[str, ...] = (BENCH_POOL_RANGE,)
@@ -67,6 +120,10 @@ class Posture:
     path: str | None = None
     # Remarks about the posture itself (deprecated values), shown in reports.
     notes: list[str] = field(default_factory=list)
+
+    def edge_gateway(self, namespace: str | None, name: str) -> str | None:
+        """The exposure.edgeGateways pattern naming Gateway `namespace/name`, or None."""
+        return next((p for p in self.edge_gateways if fnmatchcase(f"{namespace or ''}/{name}", p)), None)
 
     def namespace_excluded(self, namespace: str) -> bool:
         return any(fnmatchcase(namespace, pattern) for pattern in self.excluded_namespaces)
@@ -141,6 +198,7 @@ def load(path: str | None) -> Posture:
     l2 = data.get("l2", {})
     if "maxFailoverSeconds" in l2:
         posture.l2_max_failover_seconds = float(l2["maxFailoverSeconds"])
+    _load_exposure_lists(posture, config, exposure, path)
     default_deny = data.get("defaultDeny", {})
     if "excludedNamespaces" in default_deny:
         posture.excluded_namespaces = tuple(default_deny["excludedNamespaces"])
@@ -151,3 +209,59 @@ def load(path: str | None) -> Posture:
     posture.severity_lines = {rule: config.line_of(("severity", rule)) for rule in posture.severity_overrides}
     posture.cluster_labels = dict(data.get("clusters", {}))
     return posture
+
+
+def _entries(config: Any, exposure: dict[str, Any], key: str, path: str) -> tuple[ExposureEntry, ...]:
+    entries = []
+    for index, raw in enumerate(exposure.get(key, [])):
+        line = config.line_of(("exposure", key, index))
+        entries.append(ExposureEntry(
+            name=raw["name"], reason=raw.get("reason", "listed in the posture"), namespace=raw.get("namespace", "*"),
+            kind=raw.get("kind", "*"), origin=f"{path}:{line}" if line else path,
+        ))
+    return tuple(entries)
+
+
+def _load_exposure_lists(posture: Posture, config: Any, exposure: dict[str, Any], path: str) -> None:
+    """exposure.allow (+ the contract file's endpoints), exposure.infrastructure, exposure.edgeGateways."""
+    allow = list(_entries(config, exposure, "allow", path))
+    contract = exposure.get("contract")
+    if contract is not None:
+        line = config.line_of(("exposure", "contract", "file"))
+        allow += contract_entries(path, line, contract["file"], contract.get("nodePortName", DEFAULT_NODEPORT_NAME))
+    posture.exposure_allow = tuple(allow)
+    if "infrastructure" in exposure:
+        posture.exposure_infrastructure = _entries(config, exposure, "infrastructure", path)
+    if "edgeGateways" in exposure:
+        posture.edge_gateways = tuple(exposure["edgeGateways"])
+    if allow and posture.exposure_mode != "l4":
+        posture.notes.append(
+            f"{path}: exposure.allow and exposure.contract are read in exposure.mode l4 only "
+            f"(the mode is {posture.exposure_mode}): use the exception list to accept other exposure"
+        )
+
+
+def contract_entries(posture_path: str, line: int | None, file: str, pattern: str) -> list[ExposureEntry]:
+    """The NodePort Services the platform's exposure contract sanctions: `pattern` (`{service}-nodeport`)
+    for each `endpoints[]` entry with `exposed: true`, in its namespace. `file` is relative to the posture."""
+    where = f"{posture_path}:{line}" if line else posture_path
+    if "{service}" not in pattern:
+        raise ConfigError(f"{where}: posture: exposure.contract.nodePortName: {pattern!r} does not contain {{service}}")
+    contract_path = os.path.join(os.path.dirname(os.path.abspath(posture_path)), file)
+    if not os.path.isfile(contract_path):
+        raise ConfigError(f"{where}: posture: exposure.contract.file: {file} is not a file "
+                          f"(resolved to {contract_path})")
+    config = load_validated(contract_path, CONTRACT_SCHEMA, "exposure contract")
+    data = config.data or {}
+    entries = []
+    for index, endpoint in enumerate(data.get("endpoints", [])):
+        if endpoint.get("exposed") is not True:
+            continue
+        endpoint_line = config.line_of(("endpoints", index))
+        entries.append(ExposureEntry(
+            name=pattern.replace("{service}", endpoint["service"]),
+            reason=f"endpoint {endpoint['service']} is exposed in the contract",
+            namespace=endpoint["namespace"], kind="Service",
+            origin=f"{file}:{endpoint_line}" if endpoint_line else file,
+        ))
+    return entries

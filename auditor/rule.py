@@ -22,6 +22,8 @@ from typing import ClassVar
 from auditor.cilium import keys
 from auditor.cilium.config import Anchor, CiliumConfig, Setting
 from auditor.cilium.helm_values import HelmValues
+from auditor.exposure import ExposureModel, Subject
+from auditor.exposure import build as build_exposure_model
 from auditor.model import Finding, K8sObject, ObjectRef, Severity, string_labels
 from auditor.posture import Posture, UndeclaredRead, declared_view
 from auditor.snapshot import CoverageState, Snapshot
@@ -128,6 +130,13 @@ class Rule:
         labels = tuple(sorted(string_labels(obj.labels).items()))
         return Finding(object=obj.ref, message=message, source=obj.source, severity=severity, labels=labels)
 
+    def finding_about(self, subject: Subject, message: str, severity: Severity | None = None) -> Finding:
+        """A finding about the subject of a way in of the exposure model (`ctx.exposures`): an object of
+        the input, the HelmRelease whose values declare a Service (at the values line), or a Service a
+        Gateway controller makes (with the labels it will carry, so exceptions match it before and after)."""
+        return Finding(object=subject.ref, message=message, source=subject.source, severity=severity,
+                       labels=subject.labels)
+
     @classmethod
     def requirements(cls) -> tuple[AnyOf, ...]:
         """`requires` with every entry as an AnyOf (one kind is an AnyOf of one)."""
@@ -164,9 +173,14 @@ class RuleContext:
     cilium: InitVar[CiliumConfig]
     rule: InitVar[Rule | None] = None
     examined_refs: list[ObjectRef] = field(default_factory=list)
+    # The exposure model of the snapshot, built once by the engine for every rule (built on first
+    # use when the context is made without one).
+    exposure_model: InitVar[ExposureModel | None] = None
 
-    def __post_init__(self, cilium: CiliumConfig, rule: Rule | None) -> None:
+    def __post_init__(self, cilium: CiliumConfig, rule: Rule | None, exposure_model: ExposureModel | None) -> None:
         self._config = cilium
+        self._exposures = exposure_model
+        self._full_posture = self.posture
         self._rule_id = rule.id if rule is not None else None
         self._declared: frozenset[str] | None = None
         if rule is not None:
@@ -181,6 +195,16 @@ class RuleContext:
 
     def known(self, gk: str) -> bool:
         return self.snapshot.coverage(gk).state.known
+
+    @property
+    def exposures(self) -> ExposureModel:
+        """Every way in from outside the cluster (auditor.exposure): read it, never rebuild the chain.
+
+        Verdicts depend on the posture: judge an entrance with `exposure.sanction(entrance, ctx.posture)`,
+        which reads the posture fields the rule declares."""
+        if self._exposures is None:
+            self._exposures = build_exposure_model(self.snapshot, self._config, self._full_posture)
+        return self._exposures
 
     # --- Cilium settings ------------------------------------------------------------------
 

@@ -41,9 +41,16 @@ def _expression_matches(expression: Any, labels: Mapping[str, str]) -> bool:
         return False
     key = strip_source(key)
     values = values if isinstance(values, list) else []
+    # The API server (and Cilium's slim copy of apimachinery) rejects In/NotIn with no values and
+    # Exists/DoesNotExist with some ("values set can't be empty", cilium/cilium#23280): such a
+    # selector is invalid, and an invalid selector selects nothing.
+    if (operator in ("In", "NotIn")) != bool(values):
+        return False
     if operator == "In":
         return key in labels and labels[key] in values
     if operator == "NotIn":
+        # NotIn matches an object without the key (apimachinery Requirement.Matches): the
+        # `NotIn [never-used-value]` idiom selects everything (docs/cilium-facts, facts X11).
         return key not in labels or labels[key] not in values
     if operator == "Exists":
         return key in labels

@@ -22,6 +22,8 @@ BUILTIN_RULES: tuple[str, ...] = (
     "auditor_rules.gateway.gateway_https_listener_tls:GatewayHttpsListenerTls",
     "auditor_rules.gateway.gateway_not_programmed:GatewayNotProgrammed",
     "auditor_rules.policy.ghsa_5r23_prx4_mqg3:GhsaHostFirewallBypass",
+    "auditor_rules.exposure.hostnetwork_pod_not_excepted:HostNetworkPodNotExcepted",
+    "auditor_rules.exposure.hostport_not_excepted:HostPortNotExcepted",
     "auditor_rules.exposure.hubble_ui_exposed:HubbleUiExposed",
     "auditor_rules.leftovers.ingress_nginx_leftover:IngressNginxLeftover",
     "auditor_rules.datapath.kpr_missing_api_endpoint:KprMissingApiEndpoint",

@@ -178,7 +178,8 @@ def test_only_new_findings_fail_the_gate(main_report, tmp_path) -> None:
         ("lb-service-not-excepted", "Service/mail/smtp"),
     }
     assert result["baseline"]["file"] == str(main_report)
-    assert (result["baseline"]["new"], result["baseline"]["unchanged"]) == (2, 4)
+    # The edge Gateway's Service is sanctioned by the posture (exposure.mode gateway), not excepted (issue 12).
+    assert (result["baseline"]["new"], result["baseline"]["unchanged"]) == (2, 3)
 
 
 def test_known_drift_alone_passes_the_gate(main_report, tmp_path) -> None:
@@ -196,7 +197,7 @@ def test_text_report_marks_findings_and_lists_fixed_ones(main_report, tmp_path) 
     assert any(line.lstrip().startswith("failed (new)") and "Service/shop/payment-callback" in line for line in lines)
     assert any(line.lstrip().startswith("failed (baseline)") and "Service/mail/mailpit-ui" in line for line in lines)
     start = next(i for i, line in enumerate(lines) if line.startswith("Baseline "))
-    assert "2 new, 4 unchanged, 2 fixed" in lines[start]
+    assert "2 new, 3 unchanged, 2 fixed" in lines[start]
     fixed = {tuple(line.split()[1:3]) for line in lines[start + 1:start + 3]}
     assert fixed == {("lb-service-not-excepted", "Service/mail/smtp"), ("lb-pool-v2alpha1", "CiliumLoadBalancerIPPool/lan-pool")}
     assert lines[-1] == "Verdict: FAIL (2 new findings at or above error; exit 1)"
@@ -257,15 +258,17 @@ def test_diff_json(main_report, mr_report) -> None:
                             ("lb-service-not-excepted", "Service/shop/payment-callback")}
     assert found["fixed"] == {("lb-pool-v2alpha1", "CiliumLoadBalancerIPPool/lan-pool"),
                               ("lb-service-not-excepted", "Service/mail/smtp")}
-    assert len(found["unchanged"]) == 4 and not found["unverified"]
-    assert payload["summary"] == {"new": 2, "newFailing": 2, "fixed": 2, "unchanged": 4, "unverified": 0, "exitCode": 1}
+    # The edge Gateway's Service is sanctioned by the posture (exposure.mode gateway), not excepted (issue 12).
+    assert len(found["unchanged"]) == 3 and not found["unverified"]
+    assert payload["summary"] == {"new": 2, "newFailing": 2, "fixed": 2, "unchanged": 3, "unverified": 0, "exitCode": 1}
 
 
 def test_diff_text_lists_each_finding_once(main_report, mr_report) -> None:
     result = run_cli("diff", str(main_report), str(mr_report))
     assert result.code == 1
     labels = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")]
-    assert sorted(labels) == sorted(["new"] * 2 + ["fixed"] * 2 + ["unchanged"] * 4)
+    # The edge Gateway's Service is sanctioned by the posture (exposure.mode gateway), not excepted (issue 12).
+    assert sorted(labels) == sorted(["new"] * 2 + ["fixed"] * 2 + ["unchanged"] * 3)
     assert result.stdout.splitlines()[-1].startswith("Verdict: FAIL (2 new failing findings")
 
 

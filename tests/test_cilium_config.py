@@ -155,6 +155,7 @@ HELM_EXAMPLES: dict[str, tuple[str, str]] = {
     "k8s-client-burst": ("k8sClientRateLimit: {burst: 100}", "100"),
     "enable-gateway-api": ("gatewayAPI: {enabled: true}", "true"),
     "gateway-api-hostnetwork-enabled": ("gatewayAPI: {hostNetwork: {enabled: true}}", "true"),
+    "gateway-api-service-externaltrafficpolicy": ("gatewayAPI: {externalTrafficPolicy: Local}", "Local"),
     "enable-bgp-control-plane": ("bgpControlPlane: {enabled: true}", "true"),
     "default-lb-service-ipam": ("defaultLBServiceIPAM: none", "none"),
     "ipam": ("ipam: {mode: multi-pool}", "multi-pool"),

@@ -145,7 +145,7 @@ def test_expired_and_unused_entries_are_reported_in_text_and_json(tmp_path: Path
 
 def test_default_is_the_local_file_else_the_bundled_one(tmp_path: Path) -> None:
     bundled = run_cli(str(DRIFTED), "--format", "json", "--as-of", "2026-11-29", cwd=tmp_path)
-    assert {e["name"] for e in json.loads(bundled.stdout)["exceptions"]} == {"kubernetes-dashboard", "gateway-services"}
+    assert {e["name"] for e in json.loads(bundled.stdout)["exceptions"]} == {"kubernetes-dashboard"}
     (tmp_path / "exceptions.yaml").write_text(
         "exceptions:\n  - name: local-only\n    rules: [lb-service-not-excepted]\n    match: {namespace: mail}\n"
         "    reason: r\n",
@@ -160,7 +160,8 @@ def test_bundled_list_is_the_repository_file_and_valid() -> None:
     bundled = Path(exceptions_list.bundled_path())
     assert filecmp.cmp(bundled, ROOT / "exceptions.yaml", shallow=False)
     loaded = exceptions_list.load(str(bundled))
-    assert [entry.name for entry in loaded.entries] == ["kubernetes-dashboard", "gateway-services"]
+    # gateway-services left the bundled list with issue 12: the posture sanctions the edge Gateway's Services.
+    assert [entry.name for entry in loaded.entries] == ["kubernetes-dashboard"]
     for entry in loaded.entries:
         assert set(entry.rules) == {"lb-service-not-excepted", "nodeport-service-not-excepted"}
 
@@ -192,6 +193,12 @@ def test_a_namesakes_labels_never_except_an_object(tmp_path: Path, base: str, ov
     for folder, text in (("base", base), ("overlay", overlay)):
         (tmp_path / "repo" / folder).mkdir(parents=True)
         (tmp_path / "repo" / folder / "svc.yaml").write_text(text, encoding="utf-8")
+    # The entry the bundled list held until issue 12 (the posture now sanctions an edge Gateway's Service,
+    # but these Services belong to no Gateway of the input).
+    (tmp_path / "exceptions.yaml").write_text(
+        "exceptions:\n  - name: gateway-services\n    rules: [lb-service-not-excepted]\n"
+        "    match: {kind: Service, labels: {gateway.networking.k8s.io/gateway-name: '*'}}\n    reason: r\n",
+        encoding="utf-8")
     result = run_cli("repo", "--rule", "lb-service-not-excepted", "--format", "json", "--as-of", "2026-11-29",
                      cwd=tmp_path)
     assert result.code == 1, result.stdout

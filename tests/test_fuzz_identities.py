@@ -1,10 +1,10 @@
 """Property-based tests for objects that share one identity (issue 10, item 2).
 
 Generated inputs: a few Services whose identities (namespace/name) collide at
-random, each with or without the label the bundled `gateway-services`
-exception matches on, of a random type, spread over a few files of a folder,
+random, each with or without the label the `gateway-services` exception
+(tests/fixtures/gateway-services-exceptions.yaml) matches on, of a random type, spread over a few files of a folder,
 as a base and its overlays would be. Through the real pipeline (folder
-reader -> rules -> bundled exception list -> every reporter), the properties:
+reader -> rules -> exception list -> every reporter), the properties:
 
 - every definition is audited: one finding per exposed definition, at its own
   file and line;
@@ -44,13 +44,13 @@ from auditor.posture import Posture
 from auditor.report import FORMATS, renderer
 from auditor.snapshot import Snapshot
 from auditor.sources.files import read_paths
-from tests.conftest import AS_OF
+from tests.conftest import AS_OF, FIXTURES
 
 GATEWAY_LABEL = "gateway.networking.k8s.io/gateway-name"
 RULES = ("lb-service-not-excepted", "nodeport-service-not-excepted")
 EXPOSING = {"LoadBalancer": "lb-service-not-excepted", "NodePort": "nodeport-service-not-excepted"}
 RULE_SET = registry.select(registry.load_rules(plugins=False), RULES)
-EXCEPTIONS = exceptions_list.load(exceptions_list.bundled_path())
+EXCEPTIONS = exceptions_list.load(str(FIXTURES / "gateway-services-exceptions.yaml"))
 REPORT_VALIDATOR = jsonschema.Draft202012Validator(load_schema("report.schema.json"),
                                                    format_checker=jsonschema.FormatChecker())
 

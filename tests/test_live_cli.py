@@ -342,11 +342,19 @@ def test_fleet_audits_every_cluster_into_one_report(drifted: KubeApiServer, clea
         worst = max(statuses(single["a"])[rule["id"]], statuses(single["b"])[rule["id"]], key=rank.index)
         assert rule["status"] == worst
     exceptions = {e["name"]: e for e in report["exceptions"]}
-    assert exceptions["gateway-services"]["matched"] == sum(
-        {e["name"]: e["matched"] for e in part["exceptions"]}["gateway-services"] for part in single.values())
+    assert exceptions["kubernetes-dashboard"]["matched"] == sum(
+        {e["name"]: e["matched"] for e in part["exceptions"]}["kubernetes-dashboard"] for part in single.values())
+    # The fleet's ways in are each cluster's, tagged with it (issue 12).
+    for name, part in (("lab-a", single["a"]), ("lab-b", single["b"])):
+        assert len([e for e in report["exposures"] if e["cluster"] == name]) == len(part["exposures"])
     text = run("live", "--kubeconfig", config, "--all-contexts", *AS_OF)
     assert text.code == 1 and text.stdout.startswith("Audit of 2 clusters: lab-a (")
-    assert "lab-b: Service/" in text.stdout
+    # Each finding of the text report names its cluster before its object.
+    shown = " ".join(text.stdout.split())
+    for finding in report["findings"]:
+        obj = finding["object"]
+        display = "/".join(part for part in (obj["kind"], obj.get("namespace"), obj["name"]) if part)
+        assert f"{finding['cluster']}: {display}" in shown, (finding["cluster"], display)
 
 
 def test_fleet_with_an_unreachable_cluster_exits_3_but_audits_the_others(drifted: KubeApiServer,

@@ -188,6 +188,24 @@ def comparable(report: Json) -> Json:
         finding.pop("line", None)
         if pattern is not None:
             finding["message"] = pattern.sub("<source>", finding["message"])
+    # The exposure model's ways in name where each piece was read, at every level.
+    stack: list = list(out.get("exposures", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            node.pop("file", None)
+            node.pop("line", None)
+            for key, value in node.items():
+                if isinstance(value, str) and pattern is not None:
+                    node[key] = pattern.sub("<source>", value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                if isinstance(value, str) and pattern is not None:
+                    node[index] = pattern.sub("<source>", value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
     return out
 
 

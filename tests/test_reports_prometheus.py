@@ -93,7 +93,7 @@ def test_builtin_entries_are_counted_apart_so_stale_alerts_mean_your_file(tmp_pa
     assert result.code == 1, result.stderr
     parsed = families(result.stdout)
     assert {s.labels["status"]: s.value for s in parsed[P + "exceptions"].samples}["unused"] == 0
-    assert {s.labels["status"]: s.value for s in parsed[P + "exceptions_builtin"].samples}["unused"] == 2
+    assert {s.labels["status"]: s.value for s in parsed[P + "exceptions_builtin"].samples}["unused"] == 1
     (config,) = parsed[P + "config_info"].samples
     assert config.labels == {"posture": "built-in platform defaults", "exceptions": "built-in platform defaults"}
 

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 from auditor.report import Verbosity, text
 from tests.conftest import FIXTURES, ROOT, run_cli
@@ -219,21 +220,31 @@ def test_quiet_and_verbose_together_are_a_usage_error() -> None:
 # --- whose defaults ------------------------------------------------------------------------------
 
 
+BUILTIN = ROOT / "exceptions.yaml"
+
+
+def _plural_entries(path: Path) -> str:
+    """`1 entry` / `3 entries`: how many entries the exception file holds."""
+    count = len(yaml.safe_load(path.read_text(encoding="utf-8"))["exceptions"])
+    return f"{count} entr{'y' if count == 1 else 'ies'}"
+
+
 def test_the_report_names_the_posture_and_exception_sources(tmp_path: Path) -> None:
     _, builtin = _report(CI_MR, "--rule", "nodeport-service-not-excepted", columns=100)
-    assert builtin.splitlines()[1] == "Posture and exceptions: built-in platform defaults (2 entries)"
+    assert builtin.splitlines()[1] == f"Posture and exceptions: built-in platform defaults ({_plural_entries(BUILTIN)})"
     assert "stale" not in builtin and "matched nothing" not in builtin  # built-in entries: the user cannot remove them
     _, verbose = _report(CI_MR, "--rule", "nodeport-service-not-excepted", "-v", columns=200)
-    assert ("note: built-in exception gateway-services matched nothing (part of the built-in platform defaults; "
-            "nothing to remove)") in verbose
+    assert ("note: built-in exception kubernetes-dashboard matched nothing (part of the built-in platform defaults; "
+            "nothing to remove)") in " ".join(verbose.split())
     posture = tmp_path / "audit-posture.yaml"
     posture.write_text("exposure:\n  lbIpamL2: true\n", encoding="utf-8")
     _, files = _report(CI_MR, *CI_EXCEPTIONS, "--posture", str(posture), columns=200)
-    assert files.splitlines()[1] == (f"Posture: {posture}; exceptions: tests/fixtures/ci/exceptions.yaml (3 entries)")
-    assert ("note: exception legacy-ftp matched nothing (tests/fixtures/ci/exceptions.yaml:15: stale? remove it)"
+    assert files.splitlines()[1] == (f"Posture: {posture}; exceptions: tests/fixtures/ci/exceptions.yaml "
+                                     f"({_plural_entries(FIXTURES / 'ci' / 'exceptions.yaml')})")
+    assert ("note: exception legacy-ftp matched nothing (tests/fixtures/ci/exceptions.yaml:9: stale? remove it)"
             in files)
     _, blocks = _report(CI_MR, *CI_EXCEPTIONS, columns=80)
-    assert "excepted by gateway-services (tests/fixtures/ci/exceptions.yaml:9): " in " ".join(blocks.split())
+    assert "excepted by kubernetes-dashboard (tests/fixtures/ci/exceptions.yaml:2): " in " ".join(blocks.split())
 
 
 def test_render_defaults_are_80_columns_normal_verbosity_no_colour(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ K8S_CLIENT_QPS = "k8s-client-qps"
 K8S_CLIENT_BURST = "k8s-client-burst"
 ENABLE_GATEWAY_API = "enable-gateway-api"
 GATEWAY_API_HOST_NETWORK = "gateway-api-hostnetwork-enabled"
+GATEWAY_API_SERVICE_ETP = "gateway-api-service-externaltrafficpolicy"
 ENABLE_BGP_CONTROL_PLANE = "enable-bgp-control-plane"
 DEFAULT_LB_SERVICE_IPAM = "default-lb-service-ipam"
 IPAM = "ipam"
@@ -124,6 +125,8 @@ KEYS: dict[str, Key] = {
         _key(K8S_CLIENT_BURST, "k8sClientRateLimit.burst", rendering=Rendering.WHEN_TRUTHY),
         _key(ENABLE_GATEWAY_API, "gatewayAPI.enabled"),
         _key(GATEWAY_API_HOST_NETWORK, "gatewayAPI.hostNetwork.enabled"),
+        # The Gateway Services' externalTrafficPolicy (Cilium 1.16+, cilium/cilium#33332; default Cluster).
+        _key(GATEWAY_API_SERVICE_ETP, "gatewayAPI.externalTrafficPolicy"),
         _key(ENABLE_BGP_CONTROL_PLANE, "bgpControlPlane.enabled"),
         _key(DEFAULT_LB_SERVICE_IPAM, "defaultLBServiceIPAM"),
         _key(IPAM, "ipam.mode"),

@@ -14,6 +14,7 @@ from auditor.baseline import Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
+from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
 from auditor.model import ClusterInfo, Finding, ObjectRef, Source
 from auditor.report.sources import ConfigSources
 
@@ -151,6 +152,88 @@ def _exception_dict(usage: ExceptionUsage, exceptions_file: str | None) -> dict[
     return out
 
 
+# Node addresses listed per way in (a 1,000-node cluster's list would fill the report); `nodeCount` says how many.
+MAX_NODES_LISTED = 16
+
+
+def _evidence_dict(evidence: Evidence) -> dict[str, Any]:
+    out: dict[str, Any] = {"object": object_dict(evidence.ref), **source_dict(evidence.source)}
+    if evidence.field:
+        out["field"] = evidence.field
+    if evidence.note:
+        out["note"] = evidence.note
+    return out
+
+
+def _address_dict(address: Address) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": address.kind.value, "value": address.value, "display": address.display,
+                           "detail": address.detail}
+    if address.pools:
+        out["pools"] = [pool.name for pool in address.pools]
+    if address.nodes:
+        out["nodes"] = list(address.nodes[:MAX_NODES_LISTED])
+        out["nodeCount"] = len(address.nodes)
+    return out
+
+
+def _announcement_dict(announcing: Announcing) -> dict[str, Any]:
+    out: dict[str, Any] = {"state": announcing.state.value}
+    if announcing.why:
+        out["reason"] = announcing.why
+    out["by"] = [
+        {"kind": a.kind.value, "object": object_dict(a.by), **source_dict(a.evidence.source),
+         **({"interfaces": list(a.interfaces)} if a.interfaces else {}), **({"nodes": a.nodes} if a.nodes else {})}
+        for a in announcing.by
+    ]
+    return out
+
+
+def _forwarding_dict(entrance: Entrance) -> dict[str, Any]:
+    listener, route = entrance.listener, entrance.route
+    return {
+        "listener": None if listener is None else {
+            "gateway": object_dict(listener.gateway), "name": listener.name, "protocol": listener.protocol,
+            "port": listener.port, "hostname": listener.hostname, "controller": listener.controller,
+            **source_dict(listener.evidence.source),
+        },
+        "route": None if route is None else {
+            "object": object_dict(route.ref), "hostnames": list(route.hostnames), "forwards": route.forwards,
+            **({"reason": route.why} if route.why else {}), **source_dict(route.evidence.source),
+        },
+    }
+
+
+def exposure_dict(judged: JudgedEntrance) -> dict[str, Any]:
+    """One way in of the report's `exposures` (docs/json-report.md)."""
+    entrance, verdict = judged.entrance, judged.verdict
+    out: dict[str, Any] = {
+        "channel": entrance.channel.value,
+        "address": _address_dict(entrance.address),
+        "port": entrance.port,
+        "protocol": entrance.protocol,
+        "announcement": _announcement_dict(entrance.announcing),
+        **_forwarding_dict(entrance),
+        "backends": [{"object": object_dict(b.service), "port": b.port, "exists": b.exists,
+                      **({"reason": b.evidence.note} if b.evidence.note else {})} for b in entrance.backends],
+        "workloads": [{"object": object_dict(w.ref), **source_dict(w.evidence.source)} for w in entrance.workloads],
+        "subject": {"object": object_dict(entrance.subject.ref), "declared": entrance.subject.declared.value,
+                    **source_dict(entrance.subject.source)},
+        "evidence": _evidence_dict(entrance.evidence),
+        "rule": entrance.rule,
+        "verdict": {"status": verdict.kind.value, "rule": verdict.rule, **({"by": verdict.by} if verdict.by else {}),
+                    **({"reason": verdict.reason} if verdict.reason else {})},
+    }
+    if entrance.service_port is not None:
+        out["servicePort"] = entrance.service_port
+    if entrance.external_traffic_policy is not None:
+        out["externalTrafficPolicy"] = entrance.external_traffic_policy
+    if entrance.notes:
+        out["notes"] = list(entrance.notes)
+    if judged.cluster:
+        out["cluster"] = judged.cluster
+    return out
+
+
 def to_dict(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     sources = sources_dict(result)
@@ -178,6 +261,8 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         "ignoredDocuments": len(snapshot.ignored),
         "notes": list(result.notes),
         "duplicateObjects": [duplicate_dict(duplicate) for duplicate in result.duplicates],
+        # Every way in from outside the cluster, by address then port (by cluster first in a fleet).
+        "exposures": [exposure_dict(judged) for judged in result.exposures],
     }
     baseline = result.baseline
     if baseline is not None:  # --baseline: each finding new or unchanged, and what the baseline had that is gone

@@ -15,7 +15,6 @@ from auditor.api import (
     Snapshot,
     as_list,
     as_mapping,
-    as_str,
     kinds,
 )
 from auditor_rules.exposure._services import exposed_ports, service_type
@@ -26,21 +25,6 @@ LABELS = (("k8s-app", NAME), ("app.kubernetes.io/name", NAME))
 
 def _is_hubble_ui(service: K8sObject) -> bool:
     return service.name == NAME or any(service.labels.get(key) == value for key, value in LABELS)
-
-
-def _route_backends(route: K8sObject) -> list[tuple[str | None, str]]:
-    """(namespace, name) of the Services an HTTPRoute sends traffic to."""
-    out = []
-    for rule in as_list(route.spec.get("rules")):
-        for ref in as_list(as_mapping(rule).get("backendRefs")):
-            ref = as_mapping(ref)
-            kind = as_str(ref.get("kind"), "Service") or "Service"
-            group = as_str(ref.get("group"), "")
-            name = ref.get("name")
-            if kind != "Service" or group not in ("", "core") or not isinstance(name, str):
-                continue
-            out.append((as_str(ref.get("namespace")) or route.namespace, name))
-    return out
 
 
 def _ingress_backends(ingress: K8sObject) -> list[str]:
@@ -99,15 +83,20 @@ class HubbleUiExposed(Rule):
             kind = service_type(service)
             if kind != "ClusterIP":
                 yield self.finding(service, f"Hubble UI Service of type {kind} exposes {exposed_ports(service)}")
-        for route in snapshot.of_kind(kinds.HTTP_ROUTE):
+        # The routes' backends as the exposure model reads them (auditor/exposure/gateway.py).
+        for route in ctx.exposures.routes:
+            if route.kind != "HTTPRoute":
+                continue
             targets = sorted({
-                f"{namespace}/{name}" if namespace else name
-                for namespace, name in _route_backends(route)
-                if (namespace, name) in hubble or name == NAME
+                f"{b.service.namespace}/{b.service.name}" if b.service.namespace else b.service.name
+                for b in route.backends
+                if (b.service.namespace, b.service.name) in hubble or b.service.name == NAME
             })
             if targets:
-                ctx.examined(route)
-                yield self.finding(route, f"routes traffic to the Hubble UI (Service {', '.join(targets)})")
+                ctx.examined(route.ref)
+                # Labels left to the engine, which reads them from the object at this source (own_labels).
+                yield Finding(object=route.ref, source=route.evidence.source,
+                              message=f"routes traffic to the Hubble UI (Service {', '.join(targets)})")
         for ingress in snapshot.of_kind(kinds.INGRESS):
             targets = sorted({
                 name for name in _ingress_backends(ingress)

@@ -8,25 +8,14 @@ not crash a rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from auditor.api import (
-    K8sObject,
-    RuleContext,
-    Setting,
-    Snapshot,
-    as_list,
-    as_str,
-    cilium_keys,
-    kinds,
-    parse_version,
-)
+from auditor.api import K8sObject, RuleContext, Setting, cilium_keys, exposure, parse_version
 
 # GatewayClass controllerName of Cilium's Gateway API implementation, and the
 # class name its Helm chart creates (docs/cilium-facts.md §5.3).
-CILIUM_CONTROLLER = "io.cilium/gateway-controller"
-CILIUM_DEFAULT_CLASS = "cilium"
-GATEWAY_API_GROUP = "gateway.networking.k8s.io"
+CILIUM_CONTROLLER = exposure.CILIUM_CONTROLLER
+CILIUM_DEFAULT_CLASS = exposure.CILIUM_DEFAULT_CLASS
+GATEWAY_API_GROUP = exposure.GATEWAY_API_GROUP
 
 ENABLE_KEY = cilium_keys.ENABLE_GATEWAY_API
 HOST_NETWORK_KEY = cilium_keys.GATEWAY_API_HOST_NETWORK
@@ -42,48 +31,14 @@ CERT_MANAGER_ISSUER_ANNOTATIONS = ("cert-manager.io/cluster-issuer", "cert-manag
 HOST_NETWORK_ADDRESS_FIX = (1, 19, 6)
 
 
-def class_name(gateway: K8sObject) -> str | None:
-    value = gateway.spec.get("gatewayClassName")
-    return value if isinstance(value, str) and value else None
-
-
-def class_controller(gateway_class: K8sObject) -> str | None:
-    value = gateway_class.spec.get("controllerName")
-    return value if isinstance(value, str) and value else None
-
-
-def gateway_class(snapshot: Snapshot, gateway: K8sObject) -> K8sObject | None:
-    name = class_name(gateway)
-    return snapshot.get(kinds.GATEWAY_CLASS, None, name) if name else None
-
-
-def served_by_cilium(snapshot: Snapshot, gateway: K8sObject) -> bool | None:
-    """Whether Cilium's controller serves this Gateway: True/False, None when the input cannot tell.
-
-    Decided by the GatewayClass's controllerName; a class absent from input
-    that does not list GatewayClasses is judged by name (`cilium`, the class
-    the chart creates), which is a guess, hence None for other names.
-    """
-    found = gateway_class(snapshot, gateway)
-    if found is not None:
-        return class_controller(found) == CILIUM_CONTROLLER
-    if class_name(gateway) == CILIUM_DEFAULT_CLASS:
-        return True
-    return None
-
-
-def listeners(gateway: K8sObject) -> list[tuple[int, dict[str, Any]]]:
-    """(position in spec.listeners, listener) for every listener that is a mapping."""
-    raw = as_list(gateway.spec.get("listeners"))
-    return [(index, listener) for index, listener in enumerate(raw) if isinstance(listener, dict)]
-
-
-def listener_label(listener: dict[str, Any], index: int) -> str:
-    """`websecure (HTTPS:443)` for messages."""
-    name = as_str(listener.get("name")) or f"#{index + 1}"
-    protocol = as_str(listener.get("protocol")) or "?"
-    port = listener.get("port")
-    return f"{name} ({protocol}:{port})" if isinstance(port, int) else f"{name} ({protocol})"
+# Reading Gateways and their classes belongs to the exposure model (auditor/exposure/gateway.py):
+# the names the gateway rules use, re-exported.
+class_name = exposure.class_name
+class_controller = exposure.class_controller
+gateway_class = exposure.gateway_class
+served_by_cilium = exposure.served_by_cilium
+listeners = exposure.listeners
+listener_label = exposure.listener_label
 
 
 def cert_manager_issuer(gateway: K8sObject) -> str | None:
