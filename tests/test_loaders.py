@@ -83,10 +83,11 @@ def test_moved_api_groups_are_indexed_under_todays_group(tmp_path: Path) -> None
 
 
 def test_yaml_scalars_stay_as_kubernetes_reads_them(tmp_path: Path) -> None:
+    # Issue 9.2 changed `blob`: kubectl decodes !!binary and sends the decoded text ("hello"), as the auditor now does.
     (obj,) = read_paths([_write(tmp_path, "cm.yaml", (
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n"
         "data: {date: 2026-01-31, stamp: 2026-01-31T10:00:00Z, blob: !!binary aGVsbG8=}\n"))])
-    assert obj.data == {"date": "2026-01-31", "stamp": "2026-01-31T10:00:00Z", "blob": "aGVsbG8="}
+    assert obj.data == {"date": "2026-01-31", "stamp": "2026-01-31T10:00:00Z", "blob": "hello"}
 
 
 def test_merge_keys_may_be_overridden_but_explicit_duplicates_are_refused() -> None:
@@ -140,7 +141,7 @@ def test_folder_walk_is_sorted_and_skips_hidden_folders_and_chart_templates(tmp_
 
 
 def test_stdin_once_only() -> None:
-    text = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n"
+    text = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"
     (namespace,) = read_paths(["-"], stdin=io.BytesIO(text))
     assert namespace.source.path == "<stdin>"
     with pytest.raises(InputError, match="only once"):
