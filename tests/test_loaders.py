@@ -100,7 +100,9 @@ def test_merge_keys_may_be_overridden_but_explicit_duplicates_are_refused() -> N
 
 @pytest.mark.parametrize("name, text, message", [
     ("dup.json", '{"kind": "Service", "kind": "Pod"}', r"dup.json:1: duplicate key 'kind'"),
-    ("dup.yaml", "a: 1\nb: 2\na: 3\n", r"dup.yaml:3: duplicate key 'a' \(first at line 1\)"),
+    # A manifest (issue 9.2: a duplicate key in a file that is not a manifest skips that document instead).
+    ("dup.yaml", "apiVersion: v1\nkind: Service\nspec: {a: 1}\nmetadata: {name: x}\nspec: {a: 2}\n",
+     r"dup.yaml:5: duplicate key 'spec' \(first at line 3\)"),
     ("bad.json", '{"items": [1, 2,]}', r"bad.json:1: invalid JSON: Expecting value"),
     ("bad.yaml", "a: [1, 2\nb: 3\n", r"bad.yaml:2: invalid YAML: while parsing a flow sequence did not find expected ',' or ']'"),
     ("tabs.yaml", "a:\n\t- b\n", r"tabs.yaml:2: invalid YAML"),

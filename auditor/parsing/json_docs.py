@@ -1,17 +1,37 @@
 """JSON reading that keeps the line of every item of a `kubectl get -o json` List.
 
-`json.loads` forgets positions, so a List's `items` are decoded one at a time
-with the C `raw_decode`, counting newlines between them (linear, and close to
-the cost of one `json.loads`). Duplicate keys are rejected, as kubectl's strict
-decoding does.
+Two paths give the same objects:
+
+- the fast path (`load_json_bytes`), for a List laid out as kubectl, jq or
+  any indenting printer writes it: the bytes are split at item boundaries
+  (a raw newline cannot occur inside a JSON string, so a line holding only
+  the closing brace at the items' indentation ends an item; every piece must
+  then parse on its own, which proves the split) and each item is parsed by
+  orjson, its line counted from the newlines before it. Duplicate keys,
+  which orjson would drop silently, are found by counting key marks (`":`)
+  in the input and in orjson's re-serialisation of what it built: equal
+  counts prove no key was lost (see `_keys_lost`). Anything unusual (a
+  number orjson would read differently, a lone surrogate, invalid UTF-8, a
+  hand-indented file) falls back to the exact path;
+- the exact path (`load_json`), which decodes item by item with the C
+  `raw_decode` and a duplicate-key hook, counting newlines between items,
+  and gives the precise error for bad input.
+
+Duplicate keys are rejected, as kubectl's strict decoding does.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; the exact path still works without it
+    orjson = None  # type: ignore[assignment]
 
 
 class JSONInputError(ValueError):
@@ -25,7 +45,7 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     mapping = dict(pairs)
     if len(mapping) != len(pairs):
         seen: set[str] = set()
@@ -45,6 +65,8 @@ class JsonDocument:
     data: Any
     line: int = 1
     item_lines: list[int] = field(default_factory=list)
+    # Columns (1-based) of the items, only when several items share a line (one-line JSON).
+    item_columns: list[int] = field(default_factory=list)
 
 
 def _line_at(text: str, index: int) -> int:
@@ -80,14 +102,15 @@ def _expect(text: str, index: int, char: str) -> int:
     return index + 1
 
 
-def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict, list[int], int]:
-    """Decode the top-level object at `start`, locating each entry of `items`."""
+def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict[str, Any], list[int], list[int], int]:
+    """Decode the top-level object at `start`, locating each entry of `items` (line and offset)."""
     pairs: list[tuple[str, Any]] = []
     item_lines: list[int] = []
+    item_offsets: list[int] = []
     index = _skip_ws(text, start + 1)
     line, line_pos = 1, 0
     if index < len(text) and text[index] == "}":
-        return {}, [], index + 1
+        return {}, [], [], index + 1
     seen: set[str] = set()
     while True:
         index = _skip_ws(text, index)
@@ -113,6 +136,7 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict, list
                     item, index = _decode_at(text, index)
                     items.append(item)
                     item_lines.append(line)
+                    item_offsets.append(line_pos)
                     index = _skip_ws(text, index)
                     if text.startswith(",", index):
                         index += 1
@@ -130,9 +154,16 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict, list
         index = _expect(text, index, "}")
         break
     try:
-        return _object_without_duplicates(pairs), item_lines, index
+        return _object_without_duplicates(pairs), item_lines, item_offsets, index
     except _DuplicateKey as error:
         raise JSONInputError(f"duplicate key {error.args[0]!r}", 1) from None
+
+
+def _columns(text: str, lines: list[int], offsets: list[int]) -> list[int]:
+    """Item columns, only when the lines alone do not tell the items apart."""
+    if len(set(lines)) == len(lines):
+        return []
+    return [offset - text.rfind("\n", 0, offset) for offset in offsets]
 
 
 # `\ud800`-`\udfff` escapes: JSON can spell a lone UTF-16 surrogate, which is
@@ -173,12 +204,14 @@ def _refuse_lone_surrogates(text: str, data: Any) -> None:
 
 
 def load_json(text: str) -> JsonDocument:
-    """Parse one JSON document; for an object with `items`, keep their lines."""
+    """Parse one JSON document exactly; for an object with `items`, keep their lines."""
     start = _skip_ws(text, 0)
     if start >= len(text):
         raise JSONInputError("empty input")
+    columns: list[int] = []
     if text[start] == "{":
-        data, item_lines, end = _decode_object_keeping_item_lines(text, start)
+        data, item_lines, offsets, end = _decode_object_keeping_item_lines(text, start)
+        columns = _columns(text, item_lines, offsets)
     else:
         data, end = _decode_at(text, start)
         item_lines = []
@@ -186,4 +219,174 @@ def load_json(text: str) -> JsonDocument:
     if end != len(text):
         raise JSONInputError("invalid JSON: extra data after the document", _line_at(text, end))
     _refuse_lone_surrogates(text, data)
-    return JsonDocument(data, _line_at(text, start), item_lines)
+    return JsonDocument(data, _line_at(text, start), item_lines, columns)
+
+
+# --- the fast path -----------------------------------------------------------------
+
+
+class _Unusual(Exception):
+    """The fast path cannot vouch for this input: use the exact path."""
+
+
+# Inputs where counting `":` might not count keys exactly: whitespace before a
+# key's colon, or a key ending in an escaped backslash (`"a\\":`).
+_KEY_COUNT_DOUBTS = (b'\\\\"', b" :", b"\t:", b"\n:", b"\r:")
+_ITEMS_KEY = re.compile(rb'"items"[ \t\r\n]*:[ \t\r\n]*\[')
+
+
+def _key_marks(data: bytes, start: int = 0, end: int | None = None) -> int:
+    """`":` marks that are not escaped quotes inside strings: one per key, when no doubt applies."""
+    stop = len(data) if end is None else end
+    return data.count(b'":', start, stop) - data.count(b'\\":', start, stop)
+
+
+def _keys_lost(source: bytes, value: Any) -> bool:
+    """Whether orjson's `value` may have dropped a key written twice in `source` (or read a number otherwise).
+
+    orjson keeps the last of duplicate keys. Its own output writes each key
+    once with a `":` mark, and escapes every quote inside strings, so the
+    marks in its output count the keys it kept, and the marks in the input
+    count the keys written: equal counts mean nothing was dropped. A number
+    beyond 64 bits, which orjson reads as a float where `json` keeps an int,
+    shows as an exponent the input did not have.
+    """
+    out = orjson.dumps(value)
+    if _key_marks(out) != _key_marks(source):
+        return True
+    return out.count(b"e+") > source.count(b"e+") + source.count(b"E+")
+
+
+def _loads(source: bytes) -> Any:
+    try:
+        value = orjson.loads(source)
+    except (orjson.JSONDecodeError, RecursionError):
+        raise _Unusual from None
+    if _keys_lost(source, value):
+        raise _Unusual
+    return value
+
+
+def _doubt_offsets(data: bytes, start: int, end: int) -> list[int]:
+    found: list[int] = []
+    for doubt in _KEY_COUNT_DOUBTS:
+        index = data.find(doubt, start, end)
+        while index != -1:
+            found.append(index)
+            if len(found) > 100_000:  # a file full of them: not worth the fast path
+                raise _Unusual
+            index = data.find(doubt, index + 1, end)
+    return sorted(found)
+
+
+def _exact_item(data: bytes, start: int, end: int, line: int) -> Any:
+    """One item through the exact decoder (duplicate keys, odd numbers), its errors at file lines."""
+    text = data[start:end].decode("utf-8")
+    try:
+        value, stop = _DECODER.raw_decode(text)
+    except _DuplicateKey as error:
+        raise JSONInputError(f"duplicate key {error.args[0]!r}", line) from None
+    except (ValueError, RecursionError):
+        raise _Unusual from None
+    if stop != len(text):
+        raise _Unusual
+    if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value) is not None:
+        raise _Unusual  # the exact path names it
+    return value
+
+
+def _fast_list(data: bytes) -> JsonDocument:
+    """A List split at its item boundaries; `_Unusual` when the layout is not the expected one."""
+    found = _ITEMS_KEY.search(data)
+    if found is None:
+        raise _Unusual
+    bracket = found.end() - 1
+    # The first item's indentation: `[`, a newline, spaces, `{`.
+    newline = data.find(b"\n", bracket, bracket + 2)
+    if newline != bracket + 1:
+        raise _Unusual
+    first = newline + 1
+    indent = 0
+    while data[first + indent : first + indent + 1] == b" ":
+        indent += 1
+    if indent == 0 or data[first + indent : first + indent + 1] != b"{":
+        raise _Unusual
+    pad = b" " * indent
+    separator = b"\n" + pad + b"},\n" + pad + b"{"
+    last_close = data.find(b"\n" + pad + b"}\n", first)
+    if last_close == -1:
+        raise _Unusual
+    items_end = last_close + 1 + indent + 1  # just after the last item's `}`
+    close = items_end
+    while data[close : close + 1] in (b"\n", b" ", b"\t", b"\r"):
+        close += 1
+    if data[close : close + 1] != b"]":
+        raise _Unusual
+    # Everything around the items, with the items taken out: proves "items" is a top-level key.
+    head = orjson_object(data[:bracket] + b"null}")
+    if not head or list(head)[-1] != "items" or head["items"] is not None:
+        raise _Unusual
+    tail = orjson_object(b'{"items":null' + data[close + 1 :])
+    del head["items"], tail["items"]
+    if head.keys() & tail.keys():
+        raise _Unusual
+    doubts = _doubt_offsets(data, first, items_end)
+    items: list[Any] = []
+    lines: list[int] = []
+    line = data.count(b"\n", 0, first + indent) + 1
+    start = first + indent
+    while True:
+        boundary = data.find(separator, start, items_end)
+        end = items_end if boundary == -1 else boundary + 1 + indent + 1
+        piece = data[start:end]
+        doubted = bisect_left(doubts, start) < len(doubts) and doubts[bisect_left(doubts, start)] < end
+        if doubted:
+            items.append(_exact_item(data, start, end, line))
+        else:
+            try:
+                items.append(_loads(piece))
+            except _Unusual:
+                items.append(_exact_item(data, start, end, line))
+        lines.append(line)
+        if boundary == -1:
+            break
+        next_start = boundary + len(separator) - 1
+        line += data.count(b"\n", start, next_start)
+        start = next_start
+    document = {**head, "items": items, **tail}
+    return JsonDocument(document, data.count(b"\n", 0, _first_non_space(data)) + 1, lines, [])
+
+
+def orjson_object(source: bytes) -> dict[str, Any]:
+    value = _loads(source)
+    if not isinstance(value, dict):
+        raise _Unusual
+    return value
+
+
+def _first_non_space(data: bytes) -> int:
+    return len(data) - len(data.lstrip(b" \t\r\n"))
+
+
+def load_json_bytes(data: bytes) -> JsonDocument | None:
+    """The document in UTF-8 `data` (no byte-order mark) by the fast path, or None: use `load_json`.
+
+    Raises `JSONInputError` only for a duplicate key the fast path proved;
+    every other problem sends the caller to the exact path, whose messages
+    say precisely what is wrong.
+    """
+    if orjson is None:  # pragma: no cover
+        return None
+    start = _first_non_space(data)
+    try:
+        if data[start : start + 1] == b"{" and b'"items"' in data[start : start + 65_536]:
+            try:
+                return _fast_list(data)
+            except _Unusual:
+                pass
+        value = _loads(data)
+    except _Unusual:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("items"), list) and value["items"]:
+        return None  # a List in another layout: the exact path locates its items
+    return JsonDocument(value, data.count(b"\n", 0, start) + 1, [], [])

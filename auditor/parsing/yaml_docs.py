@@ -216,7 +216,8 @@ class _Loader(_BaseLoader):
                 else:
                     self.problem(item, f"merge key: expected a mapping to merge, found a {_kind_name(item)}")
             return sources
-        self.problem(value_node, f"merge key: expected a mapping or a list of mappings, found a {_kind_name(value_node)}")
+        found = _kind_name(value_node)
+        self.problem(value_node, f"merge key: expected a mapping or a list of mappings, found a {found}")
         return []
 
     def _construct_merged_mapping(self, node: MappingNode, deep: bool) -> dict[str, Any]:
