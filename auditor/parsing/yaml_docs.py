@@ -417,7 +417,7 @@ def _construct_unknown_tag(loader: _Loader, node: Node) -> Any:
     if node.tag not in _KIND_TAGS:
         tag = node.tag
         shown = "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
-        loader.problem(node, f"local tag {shown} (not a Kubernetes manifest tag)", kind="tag")
+        loader.problem(node, f"local tag {shown}", kind="tag")
     return _construct_by_kind(loader, node)
 
 

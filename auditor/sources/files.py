@@ -103,6 +103,10 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, Ignore
                         Source(path), "Helm chart templates (render them: helm template … | audit -)"
                     )
                     continue
+                if entry.name == "templates" and "tasks" in names:
+                    # An Ansible role (roles/NAME/{tasks,templates,...}): Jinja templates, not YAML yet.
+                    yield path, IgnoredDocument(Source(path), "Ansible role templates (Jinja: render them first)")
+                    continue
                 subdirs.append(path)
             elif entry.name.endswith(MANIFEST_SUFFIXES):
                 count += 1
@@ -321,9 +325,10 @@ def _add_document(out: _Collected, name: str, document: _Document, header_allowe
         if _is_manifest(data):
             # Broken manifests stay an error of the run for now; the seam for
             # listing them as input problems instead is `on_file_error`.
-            raise InputError.at(name, first.line, first.problem)
+            detail = " in a Kubernetes manifest (kubectl would send the bare value)" if first.kind == "tag" else ""
+            raise InputError.at(name, first.line, first.problem + detail)
         # A tool's config file (recyclarr, mkdocs, Taskfile) with its own tags: never a Kubernetes object.
-        reason = f"not a Kubernetes manifest ({first.problem}, line {first.line})"
+        reason = f"not a Kubernetes manifest: {first.problem} at line {first.line}"
         out.ignored.append(IgnoredDocument(Source(name, line), reason))
         return
     if not _is_list(data):
