@@ -41,6 +41,35 @@ class JSONInputError(ValueError):
         self.line = line
 
 
+# Values a JSON text can hold are at most one per `[`, `{` and `,` (plus the
+# root): counted at C speed before parsing. A 100,000-object
+# `kubectl get -o json` List counts about 12 million, the largest List the
+# default --max-file-bytes admits about 14 million. The densest shapes
+# (`{"items":[null,null,...]}`, `[{"a":1},...]`) cost up to ~150 bytes a
+# value once read (tests/test_memory_limits.py), so the worst case at the
+# default stays near 2 GB, what that largest ordinary List takes anyway.
+DEFAULT_MAX_JSON_NODES = 14_000_000
+
+
+def estimated_json_nodes(data: bytes | str) -> int:
+    """An upper bound on the values in a JSON text (strings holding `,[{` only raise it)."""
+    if isinstance(data, str):
+        return 1 + data.count("[") + data.count("{") + data.count(",")
+    return 1 + data.count(b"[") + data.count(b"{") + data.count(b",")
+
+
+def check_json_node_budget(data: bytes | str, max_nodes: int | None) -> None:
+    """Refuse, before parsing, a JSON text that could hold more than `max_nodes` values."""
+    if max_nodes is None:
+        return
+    estimate = estimated_json_nodes(data)
+    if estimate > max_nodes:
+        raise JSONInputError(
+            f"about {estimate:,} JSON values (objects, arrays and list items), over the {max_nodes:,}-value "
+            "limit (see --max-json-nodes)"
+        )
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -103,12 +132,13 @@ def _expect(text: str, index: int, char: str) -> int:
 
 
 def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict[str, Any], list[int], list[int], int]:
-    """Decode the top-level object at `start`, locating each entry of `items` (line and offset)."""
+    """Decode the top-level object at `start`, locating each entry of `items` (line and column)."""
     pairs: list[tuple[str, Any]] = []
     item_lines: list[int] = []
-    item_offsets: list[int] = []
+    item_columns: list[int] = []
     index = _skip_ws(text, start + 1)
     line, line_pos = 1, 0
+    line_start = text.rfind("\n", 0, start) + 1  # where the line of the current item begins
     if index < len(text) and text[index] == "}":
         return {}, [], [], index + 1
     seen: set[str] = set()
@@ -132,11 +162,14 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict[str, 
                 while True:
                     index = _skip_ws(text, index)
                     line += text.count("\n", line_pos, index)
+                    newline = text.rfind("\n", line_pos, index)
+                    if newline != -1:
+                        line_start = newline + 1
                     line_pos = index
                     item, index = _decode_at(text, index)
                     items.append(item)
                     item_lines.append(line)
-                    item_offsets.append(line_pos)
+                    item_columns.append(line_pos - line_start + 1)
                     index = _skip_ws(text, index)
                     if text.startswith(",", index):
                         index += 1
@@ -154,16 +187,14 @@ def _decode_object_keeping_item_lines(text: str, start: int) -> tuple[dict[str, 
         index = _expect(text, index, "}")
         break
     try:
-        return _object_without_duplicates(pairs), item_lines, item_offsets, index
+        return _object_without_duplicates(pairs), item_lines, item_columns, index
     except _DuplicateKey as error:
         raise JSONInputError(f"duplicate key {error.args[0]!r}", 1) from None
 
 
-def _columns(text: str, lines: list[int], offsets: list[int]) -> list[int]:
+def _columns(lines: list[int], columns: list[int]) -> list[int]:
     """Item columns, only when the lines alone do not tell the items apart."""
-    if len(set(lines)) == len(lines):
-        return []
-    return [offset - text.rfind("\n", 0, offset) for offset in offsets]
+    return [] if len(set(lines)) == len(lines) else columns
 
 
 # `\ud800`-`\udfff` escapes: JSON can spell a lone UTF-16 surrogate, which is
@@ -210,8 +241,8 @@ def load_json(text: str) -> JsonDocument:
         raise JSONInputError("empty input")
     columns: list[int] = []
     if text[start] == "{":
-        data, item_lines, offsets, end = _decode_object_keeping_item_lines(text, start)
-        columns = _columns(text, item_lines, offsets)
+        data, item_lines, item_columns, end = _decode_object_keeping_item_lines(text, start)
+        columns = _columns(item_lines, item_columns)
     else:
         data, end = _decode_at(text, start)
         item_lines = []

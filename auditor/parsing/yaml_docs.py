@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -767,12 +767,89 @@ def _iter_documents(
         loader.dispose()
 
 
+class NodeLines(Mapping[tuple[Any, ...], int]):
+    """The line of each node of a document, by path (keys and indexes), in memory linear in the nodes.
+
+    A plain `{path: line}` dict holds one tuple per node, as long as the
+    node is deep: 16 MB of values nested 900 levels deep would need
+    gigabytes. This keeps the composed tree's shape instead (an alias shares
+    its anchor's entry) and walks it on lookup.
+    """
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: Node | None) -> None:
+        self._root: _LineEntry | None = _line_tree(root) if root is not None else None
+
+    def __getitem__(self, path: tuple[Any, ...]) -> int:
+        entry = self._root
+        for part in path:
+            if entry is None or entry[1] is None:
+                raise KeyError(path)
+            children = entry[1]
+            if isinstance(children, list) and (type(part) is not int or part < 0):
+                raise KeyError(path)
+            try:
+                entry = children[part]
+            except (KeyError, IndexError, TypeError):
+                raise KeyError(path) from None
+        if entry is None:
+            raise KeyError(path)
+        return entry[0]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        if self._root is None:
+            return
+        stack: list[tuple[tuple[Any, ...], _LineEntry]] = [((), self._root)]
+        while stack:
+            path, (line, children) = stack.pop()
+            yield path
+            if isinstance(children, dict):
+                stack.extend(((*path, key), child) for key, child in children.items())
+            elif isinstance(children, list):
+                stack.extend(((*path, index), child) for index, child in enumerate(children))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+# (line, children): children by key for a mapping, by index for a sequence, None for a scalar.
+_LineEntry = tuple[int, "dict[Any, Any] | list[Any] | None"]
+
+
+def _line_tree(root: Node) -> _LineEntry:
+    built: dict[int, _LineEntry] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:  # post-order, iterative: documents nest up to libyaml's 1,000 levels
+        node, ready = stack.pop()
+        if id(node) in built:
+            continue
+        if isinstance(node, MappingNode):
+            if not ready:
+                stack.append((node, True))
+                stack.extend((value, False) for key, value in node.value if isinstance(key, ScalarNode))
+                continue
+            children: dict[Any, Any] | list[Any] | None = {
+                key.value: built[id(value)] for key, value in node.value if isinstance(key, ScalarNode)
+            }
+        elif isinstance(node, SequenceNode):
+            if not ready:
+                stack.append((node, True))
+                stack.extend((item, False) for item in node.value)
+                continue
+            children = [built[id(item)] for item in node.value]
+        else:
+            children = None
+        built[id(node)] = (_line(node), children)
+    return built[id(root)]
+
+
 @dataclass(slots=True)
 class LocatedConfig:
     """A single-document config file plus the line of each of its nodes."""
 
     data: Any
-    lines: dict[tuple[Any, ...], int]
+    lines: Mapping[tuple[Any, ...], int]
 
     def line_of(self, path: tuple[Any, ...]) -> int | None:
         """Line of the node at `path` (keys and indexes), or of its nearest parent."""
@@ -813,21 +890,7 @@ def load_config_document(
             root = loader.get_single_node()
     finally:
         loader.dispose()
-    lines: dict[tuple[Any, ...], int] = {}
-    stack: list[tuple[tuple[Any, ...], Node]] = [((), root)] if root is not None else []
-    seen: set[int] = set()
-    while stack:
-        path, node = stack.pop()
-        lines[path] = _line(node)
-        if id(node) in seen:  # an alias: its children were located where the anchor is
-            continue
-        seen.add(id(node))
-        if isinstance(node, MappingNode):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, ScalarNode):
-                    stack.append(((*path, key_node.value), value_node))
-        elif isinstance(node, SequenceNode):
-            stack.extend(((*path, index), item) for index, item in enumerate(node.value))
+    lines = NodeLines(root)
     return LocatedConfig(documents[0].data, lines)
 
 

@@ -22,7 +22,13 @@ from typing import Any, BinaryIO, NoReturn
 
 from auditor.errors import InputError
 from auditor.model import IgnoredDocument, K8sObject, Source
-from auditor.parsing.json_docs import JSONInputError, load_json, load_json_bytes
+from auditor.parsing.json_docs import (
+    DEFAULT_MAX_JSON_NODES,
+    JSONInputError,
+    check_json_node_budget,
+    load_json,
+    load_json_bytes,
+)
 from auditor.parsing.yaml_docs import (
     DEFAULT_MAX_ALIAS_EXPANSION,
     DEFAULT_MAX_NODES,
@@ -45,6 +51,7 @@ class ReadLimits:
     max_files: int = 50_000
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
     max_yaml_nodes: int = DEFAULT_MAX_NODES
+    max_json_nodes: int = DEFAULT_MAX_JSON_NODES
 
 
 @dataclass
@@ -52,6 +59,7 @@ class _Collected:
     objects: list[K8sObject] = field(default_factory=list)
     ignored: list[IgnoredDocument] = field(default_factory=list)
     header: snapshot_header.SnapshotHeader | None = None
+    sources: dict[int, Source] = field(default_factory=dict)  # of ignored documents, by line (one file)
 
     def merge(self, other: _Collected) -> None:
         self.objects.extend(other.objects)
@@ -222,7 +230,7 @@ class _Document:
     problems: list[YAMLProblem] = field(default_factory=list)
 
 
-def _json_documents(name: str, data: bytearray) -> Iterator[_Document]:
+def _json_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[_Document]:
     raw = bytes(data)
     data.clear()  # the caller's copy is gone: only `raw` holds the bytes now
     if b"\x00" in raw:
@@ -230,6 +238,7 @@ def _json_documents(name: str, data: bytearray) -> Iterator[_Document]:
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8):]
     try:
+        check_json_node_budget(raw, limits.max_json_nodes)
         document = load_json_bytes(raw)
         if document is None:
             text = _decode(raw, name)
@@ -257,7 +266,7 @@ def _yaml_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[
 
 def _documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[_Document]:
     if _looks_like_json(name, bytes(data[:4096])):
-        return _json_documents(name, data)
+        return _json_documents(name, data, limits)
     return _yaml_documents(name, data, limits)
 
 
@@ -309,13 +318,18 @@ def _with_generated_name(raw: Any) -> Any:
     return {**raw, "metadata": {**meta, "name": GENERATED_NAME.format(prefix=prefix, digest=digest)}}
 
 
-def _add_object(out: _Collected, raw: Any, source: Source, what: str) -> None:
+def _add_object(out: _Collected, raw: Any, name: str, line: int, column: int | None, what: str) -> None:
     raw = _with_generated_name(raw)
     problem = K8sObject.identity_problem(raw)
     if problem is None:
-        out.objects.append(K8sObject(raw, source))
-    else:
-        out.ignored.append(IgnoredDocument(source, f"{what} ({problem})"))
+        out.objects.append(K8sObject(raw, Source(name, line, column)))
+        return
+    # A List of a million non-objects is a million entries: each shares its
+    # reason's text and its line's Source (no column: only counted, never shown).
+    source = out.sources.get(line)
+    if source is None:
+        source = out.sources[line] = Source(name, line)
+    out.ignored.append(IgnoredDocument(source, sys.intern(f"{what} ({problem})")))
 
 
 def _add_document(out: _Collected, name: str, document: _Document, header_allowed: bool) -> None:
@@ -332,7 +346,7 @@ def _add_document(out: _Collected, name: str, document: _Document, header_allowe
         out.ignored.append(IgnoredDocument(Source(name, line), reason))
         return
     if not _is_list(data):
-        _add_object(out, data, Source(name, line), "not a Kubernetes object")
+        _add_object(out, data, name, line, None, "not a Kubernetes object")
         return
     header = snapshot_header.parse(data, name) if header_allowed else None
     if header is not None:
@@ -356,7 +370,7 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
         if _is_list(item):
             _add_items(out, name, item, item_line, [], [])
             continue
-        _add_object(out, item, Source(name, item_line, column), "list item is not a Kubernetes object")
+        _add_object(out, item, name, item_line, column, "list item is not a Kubernetes object")
 
 
 def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool) -> _Collected:
