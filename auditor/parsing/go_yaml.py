@@ -35,6 +35,7 @@ import binascii
 import math
 import re
 import struct
+from decimal import Decimal
 from typing import Any
 
 STR_TAG = "tag:yaml.org,2002:str"
@@ -169,10 +170,17 @@ def parse_int(text: str) -> int | float | None:
 
 
 def as_json_number(value: float) -> int | float:
-    """What a float becomes once through JSON into an unstructured object: integral and in int64 -> int."""
-    if value.is_integer() and _INT64_MIN <= value < 2**63:
-        return int(value)
-    return value
+    """What a float becomes once through JSON into an unstructured object.
+
+    Go's encoder writes the shortest digits that round-trip, padded with
+    zeros (`-9223372036854776000`); the API machinery's decoder then takes a
+    number that is integral and fits int64 as an integer. So the integer is
+    the one those digits spell, not the float's exact binary value.
+    """
+    if not value.is_integer():
+        return value
+    spelled = int(Decimal(repr(value)))
+    return spelled if _INT64_MIN <= spelled <= _INT64_MAX else value
 
 
 def _format_float32(value: float) -> str:

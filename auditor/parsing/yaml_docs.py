@@ -237,8 +237,14 @@ class _Loader(_BaseLoader):
         origin: dict[str, tuple[Node, int, bool]] = {}
         explicit_lines: dict[str, int] = {}
         construct = self.construct_object
+        merge_line: int | None = None
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
+                if merge_line is not None:
+                    # kubectl applies both; kustomize refuses the file ("duplicate merge key").
+                    self.problem(key_node, f"duplicate merge key '<<' (first at line {merge_line}): kustomize and "
+                                           "Flux refuse it; merge a list instead (`<<: [*a, *b]`)")
+                merge_line = _line(key_node)
                 merged: dict[str, tuple[Node, int]] = {}
                 for source in self._merge_sources(value_node):
                     for key, (inner_value, line) in self._flatten(source, set()).items():
@@ -274,8 +280,13 @@ class _Loader(_BaseLoader):
         open_nodes.add(id(node))
         result: dict[str, tuple[Node, int]] = {}
         explicit: dict[str, int] = {}
+        merge_line: int | None = None
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
+                if merge_line is not None:
+                    self.problem(key_node, f"duplicate merge key '<<' (first at line {merge_line}): kustomize and "
+                                           "Flux refuse it; merge a list instead (`<<: [*a, *b]`)")
+                merge_line = _line(key_node)
                 for source in self._merge_sources(value_node):
                     result.update(self._flatten(source, open_nodes))
                 continue
@@ -736,6 +747,7 @@ def _iter_documents(
                 loader.dispose()
                 loader = _FALLBACK[loader_class](text)
                 for _ in range(composed):
+                    loader.check_node()  # also drops the stream's start event
                     _get_node(loader)
                 continue
             composed += 1
@@ -802,7 +814,7 @@ class NodeLines(Mapping[tuple[Any, ...], int]):
             return
         stack: list[tuple[tuple[Any, ...], _LineEntry]] = [((), self._root)]
         while stack:
-            path, (line, children) = stack.pop()
+            path, (_line_number, children) = stack.pop()
             yield path
             if isinstance(children, dict):
                 stack.extend(((*path, key), child) for key, child in children.items())
