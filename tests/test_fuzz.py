@@ -609,6 +609,122 @@ def test_anchor_detection_regressions(text: str) -> None:
         list(yaml_docs.iter_documents(text, max_alias_expansion=0))
 
 
+# --- merge keys (issue 10.1) -------------------------------------------------------------------
+#
+# A mapping is a list of entries: an explicit key, or a merge of base
+# mappings (by alias or written inline). Bases may merge earlier bases.
+# Every scalar value is unique, so "the same value" means "the same node".
+# The model below is kubectl's reading (go-yaml v2: pairs applied in the
+# order written, `<<: [a, b]` applied b then a); where kustomize/Flux
+# (go-yaml v3: explicit keys always win) would read the mapping otherwise,
+# the loader must refuse it.
+
+MERGE_KEYS = st.sampled_from(["type", "a", "b", "c", "port"])
+
+
+@st.composite
+def merge_documents(draw) -> tuple[str, dict | None]:
+    """(YAML text, the `spec` kubectl reads), or (text, None) when kubectl and kustomize read it apart."""
+    counter = iter(range(10_000))
+    bases: list[tuple[str, list]] = []  # (anchor, entries)
+
+    def entries(known_bases: int) -> list:
+        out, used, merged = [], set(), False
+        for _ in range(draw(st.integers(min_value=0, max_value=4))):
+            if known_bases and not merged and draw(st.booleans()):
+                refs = draw(st.lists(st.integers(min_value=0, max_value=known_bases - 1), min_size=1, max_size=3))
+                sources: list = [("alias", ref) for ref in refs]
+                if draw(st.booleans()):  # a mapping written inline in the merge
+                    inline = [("key", key, f"v{next(counter)}")
+                              for key in draw(st.lists(MERGE_KEYS, max_size=2, unique=True))]
+                    sources.insert(draw(st.integers(min_value=0, max_value=len(sources))), ("inline", inline))
+                out.append(("merge", sources, draw(st.booleans())))  # as a list, or a single mapping
+                merged = True  # one `<<` per mapping: kustomize refuses a second
+            else:
+                free = [key for key in ("type", "a", "b", "c", "port") if key not in used]
+                if not free:
+                    break
+                key = draw(st.sampled_from(free))
+                used.add(key)
+                out.append(("key", key, f"v{next(counter)}"))
+        return out
+
+    for index in range(draw(st.integers(min_value=1, max_value=4))):
+        bases.append((f"b{index}", entries(index)))
+    spec = entries(len(bases))
+
+    def render(items: list) -> str:
+        parts = []
+        for entry in items:
+            if entry[0] == "key":
+                parts.append(f"{entry[1]}: {entry[2]}")
+                continue
+            sources, as_list = entry[1], entry[2]
+            rendered = [f"*{bases[s][0]}" if kind == "alias" else "{" + render(s) + "}" for kind, s in sources]
+            parts.append("<<: " + ("[" + ", ".join(rendered) + "]" if as_list or len(rendered) > 1 else rendered[0]))
+        return ", ".join(parts)
+
+    def flatten(items: list) -> tuple[dict, bool]:
+        """kubectl's reading of a mapping, and whether kustomize would read it otherwise."""
+        result: dict = {}
+        apart = False
+        for entry in items:
+            if entry[0] == "key":
+                result[entry[1]] = entry[2]
+                continue
+            merged: dict = {}
+            for kind, source in reversed(entry[1]):
+                value, inner_apart = flatten(bases[source][1] if kind == "alias" else source)
+                apart = apart or inner_apart
+                merged.update(value)
+            for key, value in merged.items():
+                if key in result and result[key] != value:  # a merge after the key overrides it
+                    apart = True
+                result[key] = value
+        return result, apart
+
+    expected, apart = flatten(spec)
+    # Every base is a value of the document too, read (and judged) on its own.
+    apart = apart or any(flatten(items)[1] for _, items in bases)
+    lines = [f"{name}: &{name} {{{render(items)}}}" for name, items in bases]
+    lines.append(f"spec: {{{render(spec)}}}")
+    return "\n".join(lines) + "\n", None if apart else expected
+
+
+@given(case=merge_documents())
+def test_merge_keys_read_as_kubectl_reads_them(case: tuple[str, dict | None]) -> None:
+    text, expected = case
+    note(text)
+    if expected is None:
+        with pytest.raises(yaml_docs.YAMLInputError, match="merge key overrides"):
+            list(yaml_docs.iter_documents(text))
+        return
+    (document,) = list(yaml_docs.iter_documents(text))
+    assert document.data["spec"] == expected
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@settings(max_examples=max(4, settings().max_examples // 5), deadline=None)
+@given(case=merge_documents().filter(lambda case: case[1] is not None))
+def test_merge_key_model_is_kubectls(case: tuple[str, dict | None]) -> None:
+    """The model above against kubectl itself (`kubectl label --local` decodes as `kubectl apply` does)."""
+    import subprocess
+
+    text, expected = case
+    note(text)
+    with tempfile.TemporaryDirectory(prefix="audit-merge-") as tmp:
+        path = Path(tmp) / "thing.yaml"
+        body = "".join(f"  {line}\n" for line in text.splitlines())
+        path.write_text(f"apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n{body}", encoding="utf-8")
+        done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "x=y", "-o", "json"], capture_output=True,
+                              text=True, timeout=60, env={"KUBECONFIG": "/dev/null", "PATH": "/usr/bin"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["spec"]["spec"] == expected
+
+
 @pytest.mark.parametrize("text, problem", [
     ("x: !!bool maybe\n", "invalid boolean"),
     ("x: !!int 0x\n", "invalid integer"),

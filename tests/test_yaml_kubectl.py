@@ -32,8 +32,8 @@ def kubectl_reads(tmp_path: Path, text: str) -> Any:
     assert KUBECTL is not None
     path = tmp_path / "k.yaml"
     path.write_text(text, encoding="utf-8")
-    done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "x=y", "-o", "json"],
-                          capture_output=True, text=True, timeout=60, env={"KUBECONFIG": "/dev/null", "PATH": "/usr/bin"})
+    done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "x=y", "-o", "json"], capture_output=True,
+                          text=True, timeout=60, env={"KUBECONFIG": "/dev/null", "PATH": "/usr/bin"})
     if done.returncode != 0:
         return ("error", done.stderr.strip().splitlines()[-1])
     obj = json.loads(done.stdout)
@@ -213,7 +213,8 @@ def test_redefined_anchors_keep_every_limit_and_deep_nesting() -> None:
 def test_documents_before_a_redefined_anchor_are_read_once(tmp_path: Path) -> None:
     path = tmp_path / "multi.yaml"
     path.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
-                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\ndata: {x: &v one, w: &v two, z: *v}\n",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\n"
+                    "data: {x: &v one, w: &v two, z: *v}\n",
                     encoding="utf-8")
     namespace, config_map = read_paths([str(path)])
     assert namespace.name == "a" and namespace.source.line == 1
@@ -236,8 +237,8 @@ def test_local_tags_in_a_manifest_are_an_error_naming_tag_and_line(tmp_path: Pat
 
 
 def test_tool_configs_with_local_tags_are_skipped_and_counted(tmp_path: Path) -> None:
-    (tmp_path / "recyclarr.yml").write_text("sonarr:\n  main:\n    base_url: !env_var SONARR_URL\n    api_key: !secret k\n",
-                                            encoding="utf-8")
+    (tmp_path / "recyclarr.yml").write_text(
+        "sonarr:\n  main:\n    base_url: !env_var SONARR_URL\n    api_key: !secret k\n", encoding="utf-8")
     (tmp_path / "mkdocs.yml").write_text("markdown_extensions:\n  - pymdownx.emoji:\n"
                                          "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
                                          encoding="utf-8")
@@ -250,7 +251,8 @@ def test_tool_configs_with_local_tags_are_skipped_and_counted(tmp_path: Path) ->
     assert reasons == [
         ("Taskfile.yaml", "not a Kubernetes manifest: merge key: expected a mapping or a list of mappings, "
                           "found a scalar at line 3"),
-        ("mkdocs.yml", "not a Kubernetes manifest: local tag !!python/name:material.extensions.emoji.twemoji at line 3"),
+        ("mkdocs.yml",
+         "not a Kubernetes manifest: local tag !!python/name:material.extensions.emoji.twemoji at line 3"),
         ("recyclarr.yml", "not a Kubernetes manifest: local tag !env_var at line 3"),
     ]
 
@@ -259,7 +261,7 @@ def test_the_auditors_own_config_files_keep_yaml_1_1() -> None:
     """Exception lists and postures are the auditor's formats: their reading does not change under their users."""
     config = load_config_document("name: y\nwhen: 1:20\nmode: =\nports: [0o17]\n")
     assert config.data == {"name": "y", "when": 80, "mode": "=", "ports": ["0o17"]}
-    with pytest.raises(YAMLInputError, match="about .* YAML nodes"):
+    with pytest.raises(YAMLInputError, match=r"about .* YAML nodes"):
         load_config_document("x:\n" + "- - - - - - - - - - a\n" * 300_000)
 
 
