@@ -189,3 +189,93 @@ def test_a_kind_that_is_not_a_kind_name_is_not_guessed_at(tmp_path: Path) -> Non
         "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\n"))])
     assert [obj.gk for obj in snapshot] == ["Service"]
     assert snapshot.ignored[0].reason == "not a Kubernetes object (kind 'DaemonSet.apps' is not a kind name)"
+
+
+# --- issue 10.12: a snapshot is a snapshot only as the input itself ----------------------------------
+
+def _snapshot_document() -> dict:
+    return {
+        "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+        "auditSnapshot": {"formatVersion": 1, "context": "prod", "fingerprint": "3f2a9c0d1b7e",
+                          "kinds": {"NetworkPolicy.networking.k8s.io": {"state": "listed", "count": 0}}},
+        "items": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "n"}}],
+    }
+
+
+def test_a_snapshot_inside_a_folder_is_an_ordinary_list(tmp_path: Path) -> None:
+    _write(tmp_path, "repo/snap.json", json.dumps(_snapshot_document()))
+    _write(tmp_path, "repo/more.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+    snapshot = read_paths([str(tmp_path / "repo")])
+    assert snapshot.mode == "offline" and snapshot.cluster is None
+    assert sorted(obj.name for obj in snapshot) == ["s", "shop"]
+    # The folder says nothing of what the cluster listed: a missing kind stays missing.
+    assert snapshot.coverage("NetworkPolicy.networking.k8s.io").state is CoverageState.MISSING
+    # Not even a malformed header can stop the folder: it is not read as one.
+    document = _snapshot_document()
+    document["auditSnapshot"]["formatVersion"] = 9
+    _write(tmp_path, "repo/snap.json", json.dumps(document))
+    assert len(read_paths([str(tmp_path / "repo")])) == 2
+
+
+def test_a_snapshot_named_as_the_input_is_still_one(tmp_path: Path) -> None:
+    snapshot = read_paths([_write(tmp_path, "snap.json", json.dumps(_snapshot_document()))])
+    assert snapshot.mode == "snapshot" and snapshot.cluster.fingerprint == "3f2a9c0d1b7e"
+    assert snapshot.coverage("NetworkPolicy.networking.k8s.io").state is CoverageState.LISTED
+
+
+# --- issue 10.13: generateName --------------------------------------------------------------------------
+
+GENERATED = ("apiVersion: v1\nkind: Service\nmetadata: {generateName: web-, namespace: shop}\n"
+             "spec: {type: LoadBalancer, ports: [{port: 80}]}\n")
+
+
+def test_generate_name_objects_are_audited_under_a_stable_name(tmp_path: Path) -> None:
+    """`kubectl create -f` completes the name: the LoadBalancer exists, so it is audited."""
+    (service,) = read_paths([_write(tmp_path, "a/svc.yaml", GENERATED)])
+    assert service.name.startswith("web-<generated-") and service.name.endswith(">") and len(service.name) == 24
+    assert service.spec["type"] == "LoadBalancer" and service.metadata["name"] == service.name
+    again = read_paths([_write(tmp_path, "b/copy.yaml", "# moved\n" + GENERATED)])
+    assert [obj.name for obj in again] == [service.name]  # the same object, wherever it is written
+    other = read_paths([_write(tmp_path, "c/other.yaml", GENERATED.replace("port: 80", "port: 443"))])
+    assert [obj.name for obj in other] != [service.name]  # two such objects are told apart
+
+
+def test_generate_name_load_balancer_is_a_finding(tmp_path: Path) -> None:
+    from tests.conftest import AS_OF, run_cli
+
+    path = _write(tmp_path, "svc.yaml", GENERATED)
+    report = json.loads(run_cli(path, "--format", "json", "--as-of", AS_OF.isoformat()).stdout)
+    names = {f["object"]["name"] for f in report["findings"]}
+    assert any(name.startswith("web-<generated-") for name in names), report["findings"]
+
+
+def test_an_empty_generate_name_is_still_not_an_object(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no Kubernetes objects found"):
+        read_paths([_write(tmp_path, "svc.yaml", GENERATED.replace("generateName: web-", "generateName: ''"))])
+
+
+# --- one seam for per-file errors, and templates that are not YAML yet ---------------------------------
+
+
+def test_per_file_errors_can_be_collected_and_a_broken_file_gives_nothing(tmp_path: Path) -> None:
+    _write(tmp_path, "repo/a.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+    # A good first document, then a broken one: none of the file's objects may be used.
+    _write(tmp_path, "repo/b.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n---\nkind: [\n")
+    with pytest.raises(InputError, match=r"b.yaml:6: invalid YAML"):
+        read_paths([str(tmp_path / "repo")])
+    problems: list[tuple[str, str]] = []
+    snapshot = read_paths([str(tmp_path / "repo")], on_file_error=lambda path, error: problems.append(
+        (Path(path).name, error.message)))
+    assert [obj.name for obj in snapshot] == ["a"]
+    assert [name for name, _ in problems] == ["b.yaml"] and "invalid YAML" in problems[0][1]
+    with pytest.raises(InputError):  # a file named on the command line that is broken always stops the run
+        read_paths([str(tmp_path / "repo" / "b.yaml")], on_file_error=lambda path, error: None)
+
+
+def test_ansible_role_templates_are_skipped_like_chart_templates(tmp_path: Path) -> None:
+    _write(tmp_path, "repo/roles/cilium/tasks/main.yml", "- name: apply\n  command: kubectl apply -f x\n")
+    _write(tmp_path, "repo/roles/cilium/templates/pool.yaml", "spec:\n  blocks:\n    {% for c in cidrs %}\n")
+    _write(tmp_path, "repo/svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\n")
+    snapshot = read_paths([str(tmp_path / "repo")])
+    assert [obj.name for obj in snapshot] == ["s"]
+    assert any(d.reason.startswith("Ansible role templates") for d in snapshot.ignored)
