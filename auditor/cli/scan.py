@@ -44,7 +44,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
                         max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects)
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
     snapshot.cilium_values = values_files

@@ -412,7 +412,8 @@ def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, boo
 
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
                allow_no_objects: bool = False,
-               on_file_error: Callable[[str, InputError], None] | None = None) -> Snapshot:
+               on_file_error: Callable[[str, InputError], None] | None = None,
+               freeze: bool = False) -> Snapshot:
     """Read every path into one snapshot, or raise `InputError` naming what is wrong.
 
     Input without any Kubernetes object is an error (a mistyped path, a Helm
@@ -426,8 +427,11 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     out = _Collected()
     # Parsing builds millions of dicts and lists and creates no reference
     # cycles: the cyclic collector would spend more than half the read
-    # traversing them (issue 15). It is off while reading, and what was read
-    # is then frozen out of its view (gc.freeze) for the rest of the run.
+    # traversing them (issue 15), so it is off while reading. With `freeze`
+    # (the command line, a process that ends with the run) what was read is
+    # then moved out of its view (gc.freeze) for the rest of the run; a
+    # long-lived caller keeps the collector's full view (frozen cyclic
+    # garbage would never be freed).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -453,7 +457,8 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
             out.merge(found)
     finally:
         if collecting:
-            gc.freeze()
+            if freeze:
+                gc.freeze()
             gc.enable()
     inputs = [STDIN_NAME if p == STDIN else p for p in paths]
     if not out.objects and out.header is None and not allow_no_objects:  # an empty snapshot is a valid one
