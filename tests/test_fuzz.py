@@ -45,9 +45,9 @@ from auditor.config_files import load_schema
 from auditor.errors import InputError
 from auditor.kinds import split_gk
 from auditor.model import Finding, K8sObject, ObjectRef, RuleStatus, Severity, Source
+from auditor.parsing import yaml_docs
 from auditor.posture import Posture
 from auditor.report import FORMATS, renderer
-from auditor.parsing import yaml_docs
 from auditor.sources.files import ReadLimits, read_paths
 from tests.conftest import AS_OF, FIXTURES, run_cli
 
@@ -102,7 +102,8 @@ TEMPLATES = _templates()
 # The objects most rules need before they judge anything (else they are not-run).
 BASELINE = [
     t for t in TEMPLATES
-    if (t.get("kind"), t.get("metadata", {}).get("name")) in {("ConfigMap", "cilium-config"), ("NetworkPolicy", "default-deny")}
+    if (t.get("kind"), t.get("metadata", {}).get("name"))
+    in {("ConfigMap", "cilium-config"), ("NetworkPolicy", "default-deny")}
 ]
 
 # --- junk values -----------------------------------------------------------------
@@ -267,7 +268,7 @@ def mutated(draw, template: Any) -> Any:
         operation = draw(MUTATIONS)
         if operation == 0:
             junk = draw(JUNK)
-            document = _replace(document, path, lambda old: junk)
+            document = _replace(document, path, lambda old, junk=junk: junk)
         elif operation == 1:
             document = _replace(document, path, lambda old: None)
         elif operation == 2:
@@ -276,13 +277,13 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, lambda old: _DELETE)
         elif operation == 4:
             deep = draw(DEEP_JUNK)
-            document = _replace(document, path, lambda old: deep)
+            document = _replace(document, path, lambda old, deep=deep: deep)
         elif operation == 5:
             document = _replace(document, path, lambda old: [old])
         elif operation == 6:
             field, junk = draw(FIELD_NAMES), draw(JUNK)
 
-            def add_field(old: Any) -> Any:
+            def add_field(old: Any, field: Any = field, junk: Any = junk) -> Any:
                 if isinstance(old, dict):
                     old[field] = junk
                 elif isinstance(old, list):
@@ -292,7 +293,7 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, add_field)
         else:
             scalar = draw(SCALARS)
-            document = _replace(document, path, lambda old: scalar)
+            document = _replace(document, path, lambda old, scalar=scalar: scalar)
     return document
 
 
@@ -308,7 +309,8 @@ def documents(draw, max_objects: int = 6) -> list[Any]:
         if kind == 19:
             docs.append(draw(JUNK))  # not an object at all
         elif kind == 18:  # a nested List
-            docs.append({"apiVersion": "v1", "kind": "List", "items": [draw(mutated(draw(st.sampled_from(TEMPLATES))))]})
+            item = draw(mutated(draw(st.sampled_from(TEMPLATES))))
+            docs.append({"apiVersion": "v1", "kind": "List", "items": [item]})
         else:
             docs.append(draw(mutated(draw(st.sampled_from(TEMPLATES)))))
     return [d for d in docs if d is not _DELETE]
@@ -349,7 +351,8 @@ MATCHES = st.fixed_dictionaries(
         "namespace": GLOBS,
         "name": GLOBS,
         "labels": st.dictionaries(
-            st.one_of(st.sampled_from(["app", "lb", "app.kubernetes.io/name", "gateway.networking.k8s.io/gateway-name"]),
+            st.one_of(st.sampled_from(["app", "lb", "app.kubernetes.io/name",
+                                       "gateway.networking.k8s.io/gateway-name"]),
                       st.text(max_size=8)),
             GLOBS, min_size=1, max_size=3),
     },
@@ -471,9 +474,11 @@ LABELS = st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.none()
                          max_size=4)
 
 
-@given(exception_doc=EXCEPTION_DOCS, refs=st.lists(st.tuples(st.sampled_from(RULE_IDS), OBJECT_REFS, LABELS), max_size=8),
+@given(exception_doc=EXCEPTION_DOCS,
+       refs=st.lists(st.tuples(st.sampled_from(RULE_IDS), OBJECT_REFS, LABELS), max_size=8),
        as_of=AS_OF_DATES)
-def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict, refs: list, as_of: dt.date) -> None:
+def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict, refs: list,
+                                                 as_of: dt.date) -> None:
     """The matcher alone: any finding, any labels (even of wrong types), any schema-valid list."""
     exceptions = load_exceptions(workdir, exception_doc)
     matcher = exceptions_list.ExceptionMatcher(exceptions, as_of)
@@ -525,7 +530,8 @@ def corrupted(draw) -> tuple[str, str]:
 
 
 @given(data=st.one_of(token_soup(), corrupted()), suffix=st.sampled_from([None, ".yaml", ".json", ".yml", ".txt"]))
-def test_arbitrary_text_is_read_or_refused_in_one_line(workdir: Path, data: tuple[str, str], suffix: str | None) -> None:
+def test_arbitrary_text_is_read_or_refused_in_one_line(workdir: Path, data: tuple[str, str],
+                                                        suffix: str | None) -> None:
     """Near-YAML/JSON text: a snapshot or one line naming the file; what loads audits without a crash."""
     default_suffix, text = data
     audit_through_pipeline(workdir, suffix or default_suffix, text, NO_EXCEPTIONS)
@@ -580,7 +586,8 @@ def test_alias_bombs_are_refused_however_written(text: str) -> None:
         list(yaml_docs.iter_documents(text))
 
 
-ANCHOR_SOUP = st.lists(st.one_of(YAML_TOKENS, st.sampled_from(["&x", "&x ", "*x", ":&x", '"k":&x ', "'k':&x ", "\ufeff&x "])),
+ANCHOR_SOUP = st.lists(st.one_of(YAML_TOKENS,
+                                 st.sampled_from(["&x", "&x ", "*x", ":&x", '"k":&x ', "'k':&x ", "\ufeff&x "])),
                        max_size=30).map("".join)
 
 
@@ -718,7 +725,8 @@ def test_merge_key_model_is_kubectls(case: tuple[str, dict | None]) -> None:
     with tempfile.TemporaryDirectory(prefix="audit-merge-") as tmp:
         path = Path(tmp) / "thing.yaml"
         body = "".join(f"  {line}\n" for line in text.splitlines())
-        path.write_text(f"apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n{body}", encoding="utf-8")
+        path.write_text(f"apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n{body}",
+                        encoding="utf-8")
         done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "x=y", "-o", "json"], capture_output=True,
                               text=True, timeout=60, env={"KUBECONFIG": "/dev/null", "PATH": "/usr/bin"})
     assert done.returncode == 0, done.stderr
@@ -839,6 +847,7 @@ def test_snapshot_header_with_a_malformed_state_is_refused(workdir: Path, state:
     path = workdir / "snapshot.yaml"
     path.write_text(f"apiVersion: v1\nkind: List\nauditSnapshot:\n  formatVersion: 1\n  kinds:\n"
                     f"    \"Service\\nx\":\n      state: {state}\nitems: []\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"snapshot header auditSnapshot: kinds\.Service\\nx: state must be one of") as caught:
+    message = r"snapshot header auditSnapshot: kinds\.Service\\nx: state must be one of"
+    with pytest.raises(InputError, match=message) as caught:
         read_paths([str(path)])
     check_input_error(caught.value, str(path))

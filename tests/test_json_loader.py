@@ -143,7 +143,7 @@ def test_one_line_json_findings_carry_a_column_in_every_report(tmp_path: Path) -
 def _reports(paths: list[str], exact: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     with monkeypatch.context() as patch:
         if exact:
-            patch.setattr("auditor.sources.files.load_json_bytes", lambda data: None)
+            patch.setattr("auditor.sources.files.load_json_bytes", lambda data, max_nodes=None: None)
         snapshot = read_paths(paths, limits=ReadLimits())
     result = engine.run(snapshot, registry.load_rules(plugins=False), exceptions_list.ExceptionList("(none)", []),
                         Posture(), as_of=AS_OF)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from auditor.errors import InputError
-from auditor.snapshot import CoverageState
-from auditor.sources.files import read_paths
 from auditor.parsing.json_docs import load_json
 from auditor.parsing.yaml_docs import YAMLInputError, iter_documents
+from auditor.snapshot import CoverageState
+from auditor.sources.files import read_paths
 
 
 def _write(tmp_path: Path, name: str, text: str) -> str:
@@ -78,7 +78,8 @@ def test_manifest_without_namespace_keeps_none(tmp_path: Path) -> None:
 
 
 def test_moved_api_groups_are_indexed_under_todays_group(tmp_path: Path) -> None:
-    (deployment,) = read_paths([_write(tmp_path, "old.yaml", "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n")])
+    (deployment,) = read_paths([_write(tmp_path, "old.yaml", (
+        "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n"))])
     assert deployment.gk == "Deployment.apps"
 
 
@@ -104,7 +105,8 @@ def test_merge_keys_may_be_overridden_but_explicit_duplicates_are_refused() -> N
     ("dup.yaml", "apiVersion: v1\nkind: Service\nspec: {a: 1}\nmetadata: {name: x}\nspec: {a: 2}\n",
      r"dup.yaml:5: duplicate key 'spec' \(first at line 3\)"),
     ("bad.json", '{"items": [1, 2,]}', r"bad.json:1: invalid JSON: Expecting value"),
-    ("bad.yaml", "a: [1, 2\nb: 3\n", r"bad.yaml:2: invalid YAML: while parsing a flow sequence did not find expected ',' or ']'"),
+    ("bad.yaml", "a: [1, 2\nb: 3\n",
+     r"bad.yaml:2: invalid YAML: while parsing a flow sequence did not find expected ',' or ']'"),
     ("tabs.yaml", "a:\n\t- b\n", r"tabs.yaml:2: invalid YAML"),
     ("empty.yaml", "\n# nothing\n", r"empty.yaml: empty \(no YAML or JSON document\)"),
     ("trailing.json", '{"a": 1} {"b": 2}', r"trailing.json:1: invalid JSON: extra data after the document"),
@@ -117,7 +119,8 @@ def test_malformed_files_are_one_line_input_errors(tmp_path: Path, name: str, te
 
 def test_list_with_non_object_items_is_read_around_them(tmp_path: Path) -> None:
     text = json.dumps({"kind": "List", "apiVersion": "v1", "items": [
-        42, "text", None, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ok", "namespace": "n"}}]}, indent=2)
+        42, "text", None, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ok", "namespace": "n"}},
+    ]}, indent=2)
     snapshot = read_paths([_write(tmp_path, "list.json", text)])
     assert [obj.name for obj in snapshot] == ["ok"]
     assert [d.reason for d in snapshot.ignored] == ["list item is not a Kubernetes object (not a mapping)"] * 3
@@ -132,10 +135,12 @@ def test_folder_walk_is_sorted_and_skips_hidden_folders_and_chart_templates(tmp_
     service = "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: n}}\n"
     _write(tmp_path, "repo/b/svc.yaml", service.format(name="b"))
     _write(tmp_path, "repo/a/svc.yml", service.format(name="a"))
-    _write(tmp_path, "repo/a/z.json", json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "z", "namespace": "n"}}))
+    _write(tmp_path, "repo/a/z.json",
+           json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "z", "namespace": "n"}}))
     _write(tmp_path, "repo/.github/workflows/ci.yaml", "{{ broken")
     _write(tmp_path, "repo/chart/Chart.yaml", "apiVersion: v2\nname: chart\nversion: 1.0.0\n")
-    _write(tmp_path, "repo/chart/templates/svc.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\n")
+    _write(tmp_path, "repo/chart/templates/svc.yaml",
+           "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\n")
     _write(tmp_path, "repo/README.md", "not read")
     snapshot = read_paths([str(tmp_path / "repo")])
     assert [obj.name for obj in snapshot] == ["a", "z", "b"]
@@ -151,7 +156,8 @@ def test_stdin_once_only() -> None:
 
 
 def test_offline_coverage_present_versus_missing(tmp_path: Path) -> None:
-    snapshot = read_paths([_write(tmp_path, "s.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\n")])
+    snapshot = read_paths([_write(tmp_path, "s.yaml",
+                                  "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\n")])
     assert snapshot.coverage("Service").state is CoverageState.PRESENT
     missing = snapshot.coverage("NetworkPolicy.networking.k8s.io")
     assert missing.state is CoverageState.MISSING and "holds no NetworkPolicy" in missing.reason
@@ -176,7 +182,8 @@ def test_snapshot_header_carries_coverage_and_target(tmp_path: Path) -> None:
     assert snapshot.coverage("NetworkPolicy.networking.k8s.io").reason == "403 Forbidden"
     assert snapshot.coverage("Pod").state is CoverageState.MISSING
     with pytest.raises(InputError, match="on its own"):
-        read_paths([str(tmp_path / "snap.json"), _write(tmp_path, "more.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n")])
+        read_paths([str(tmp_path / "snap.json"),
+                    _write(tmp_path, "more.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")])
     document["auditSnapshot"]["formatVersion"] = 9
     with pytest.raises(InputError, match="unsupported formatVersion 9"):
         read_paths([_write(tmp_path, "snap9.json", json.dumps(document))])

@@ -260,43 +260,38 @@ class _Unusual(Exception):
 
 
 _ITEMS_KEY = re.compile(rb'"items"[ \t\r\n]*:[ \t\r\n]*\[')
-# One pass classifies the bytes: digits become "9", whitespace "_", quotes,
-# colons and backslashes stay, the rest is a space. Then a run of 19 digits
-# (an integer that may not fit 64 bits, which orjson reads as a float where
-# `json` keeps an int) and whitespace before a colon (a key mark `":` not
-# written as such) are each one `find`.
-_CLASSES = bytes(
-    0x39 if 0x30 <= byte <= 0x39 else 0x5F if byte in b" \t\r\n" else byte if byte in b'":\\' else 0x20
-    for byte in range(256)
-)
+# One pass classifies an item's bytes: digits become "9" and `[`, `{`, `,`
+# become "x" (what the value budget counts), the rest a space. A run of 19
+# digits (an integer that may not fit 64 bits, which orjson reads as a float
+# where `json` keeps an int) is then one `find`, the item's values one `count`.
+_CLASSES = bytes(0x39 if 0x30 <= byte <= 0x39 else 0x78 if byte in b"[{," else 0x20 for byte in range(256))
 _NINETEEN_DIGITS = b"9" * 19
+_ESCAPED_COLON = re.compile(rb"\\u003[aA]")
 
 
-def _keys_lost(source: bytes, value: Any) -> bool:
+def _keys_lost(source: bytes, value: Any, classes: bytes | None = None) -> bool:
     """Whether orjson's `value` may differ from what `json` reads in `source` (a dropped duplicate key).
 
-    orjson keeps the last of duplicate keys. Its output writes every key as
-    `"key":` and every quote inside a string as `\\"`, so the `":` marks in
-    its output count the keys it kept plus the `\\":` inside strings; the
-    same marks in the input count the keys written plus the same `\\":`
-    (the strings are the same). A dropped key lowers the output's count. The
-    only ways the output could gain marks to hide that are input written
-    otherwise than orjson writes it: whitespace before a key's colon, or a
-    quote spelled `\\u0022`; such input (and 19-digit numbers) is left to
-    `json`, which is exact.
+    orjson keeps the last of duplicate keys. It writes back exactly one `:`
+    per key it kept, and the same strings as it read, so its output holds as
+    many colons as the input unless a key was dropped (with it, its colon).
+    Only an input colon spelled `\\u003a` inside a string would add one to
+    the output and could hide a drop: such input, and 19-digit numbers, are
+    left to `json`, which is exact.
     """
-    classes = source.translate(_CLASSES)
-    if classes.find(_NINETEEN_DIGITS) != -1 or classes.find(b"_:") != -1 or source.find(b"\\u0022") != -1:
+    if classes is None:
+        classes = source.translate(_CLASSES)
+    if classes.find(_NINETEEN_DIGITS) != -1 or _ESCAPED_COLON.search(source) is not None:
         return True
-    return orjson.dumps(value).count(b'":') != source.count(b'":')
+    return orjson.dumps(value).count(b":") != source.count(b":")
 
 
-def _loads(source: bytes) -> Any:
+def _loads(source: bytes, classes: bytes | None = None) -> Any:
     try:
         value = orjson.loads(source)
     except (orjson.JSONDecodeError, RecursionError):
         raise _Unusual from None
-    if _keys_lost(source, value):
+    if _keys_lost(source, value, classes):
         raise _Unusual
     return value
 
@@ -320,7 +315,7 @@ def _exact_item(data: bytes, start: int, end: int, line: int) -> Any:
     return value
 
 
-def _fast_list(data: bytes) -> JsonDocument:
+def _fast_list(data: bytes, max_nodes: int | None) -> JsonDocument:
     """A List split at its item boundaries; `_Unusual` when the layout is not the expected one.
 
     In an indented List each item starts on a line of its own at one
@@ -365,10 +360,19 @@ def _fast_list(data: bytes) -> JsonDocument:
     lines: list[int] = []
     line = data.count(b"\n", 0, first) + 1
     start = first + indent
+    # The value budget, counted item by item as they are read (an upper bound,
+    # as `estimated_json_nodes`): what is built before the budget is passed
+    # is bounded by the budget, as if it had been counted first.
+    values = 1 + estimated_json_nodes(data[:bracket]) + estimated_json_nodes(data[close_bracket:])
     for mark in marks:
         end = close if mark == -1 else mark
+        piece = data[start:end]
+        classes = piece.translate(_CLASSES)
+        values += classes.count(b"x") + 1
+        if max_nodes is not None and values > max_nodes:
+            check_json_node_budget(data, max_nodes)  # the whole file's estimate, for the message
         try:
-            items.append(_loads(data[start:end]))
+            items.append(_loads(piece, classes))
         except _Unusual:  # a duplicate key, or a number orjson reads otherwise: the exact decoder decides
             items.append(_exact_item(data, start, end, line))
         lines.append(line)
@@ -388,26 +392,33 @@ def orjson_object(source: bytes) -> dict[str, Any]:
     return value
 
 
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
 def _first_non_space(data: bytes) -> int:
-    return len(data) - len(data.lstrip(b" \t\r\n"))
+    found = _LEADING_SPACE.match(data)
+    return found.end() if found else 0  # (`lstrip` would copy the whole file)
 
 
-def load_json_bytes(data: bytes) -> JsonDocument | None:
+def load_json_bytes(data: bytes, max_nodes: int | None = None) -> JsonDocument | None:
     """The document in UTF-8 `data` (no byte-order mark) by the fast path, or None: use `load_json`.
 
-    Raises `JSONInputError` only for a duplicate key the fast path proved;
-    every other problem sends the caller to the exact path, whose messages
-    say precisely what is wrong.
+    Raises `JSONInputError` for a duplicate key the fast path proved and for
+    a text over the `max_nodes` value budget (checked before anything is
+    parsed, or for a List as its items are read); every other problem sends
+    the caller to the exact path, whose messages say precisely what is wrong.
     """
     if orjson is None:  # pragma: no cover
+        check_json_node_budget(data, max_nodes)
         return None
     start = _first_non_space(data)
     try:
         if data[start : start + 1] == b"{" and b'"items"' in data[start : start + 65_536]:
             try:
-                return _fast_list(data)
+                return _fast_list(data, max_nodes)
             except _Unusual:
                 pass
+        check_json_node_budget(data, max_nodes)
         value = _loads(data)
     except _Unusual:
         return None
