@@ -195,3 +195,20 @@ def test_the_value_budget_is_checked_before_parsing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"dense.json: about 10,00\d JSON values .* over the 1,000-value limit"):
         read_paths([str(path)], limits=ReadLimits(max_json_nodes=1000))
     assert json_docs.estimated_json_nodes(b'{"a": [1, 2, {"b": 3}]}') >= 5
+
+
+def test_checks_that_run_on_groups_of_items_still_find_the_one_item() -> None:
+    """Items are checked 64 at a time: a duplicate key or a big number in the 150th is still found."""
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": str(i)}}
+             for i in range(200)]
+    items[130]["data"]["n"] = "@@big"
+    items[150]["data"]["d"] = "@@dup"
+    data = as_list(items, 4, True)
+    big = data.replace(b'"@@big"', b"123456789012345678901234567890").replace(b'"@@dup"', b"1")
+    fast, exact = load_json_bytes(big), load_json(big.decode())
+    assert fast is not None and fast.data == exact.data and fast.item_lines == exact.item_lines
+    assert fast.data["items"][130]["data"]["n"] == 123456789012345678901234567890  # an int, as `json` reads it
+    dup = data.replace(b'"@@big"', b"1").replace(b'"@@dup"', b'{"x": 1, "x": 2}')
+    with pytest.raises(JSONInputError, match="duplicate key 'x'") as raised:
+        load_json_bytes(dup)
+    assert raised.value.line == exact.item_lines[150]

@@ -355,34 +355,63 @@ def _fast_list(data: bytes, max_nodes: int | None) -> JsonDocument:
     boundary = b",\n" + b" " * indent + b"{"
     # re finds a literal through memchr on its first byte: several times faster than bytes.find on indentation.
     marks = [found.start() for found in re.compile(re.escape(boundary)).finditer(data, first, close)]
-    marks.append(-1)
-    items: list[Any] = []
+    # (start, end) of every item: from its `{` to its `}`.
+    starts = [first + indent, *(mark + len(boundary) - 1 for mark in marks)]
+    ends = [*marks, close]
     lines: list[int] = []
     line = data.count(b"\n", 0, first) + 1
-    start = first + indent
-    # The value budget, counted item by item as they are read (an upper bound,
-    # as `estimated_json_nodes`): what is built before the budget is passed
-    # is bounded by the budget, as if it had been counted first.
-    values = 1 + estimated_json_nodes(data[:bracket]) + estimated_json_nodes(data[close_bracket:])
-    for mark in marks:
-        end = close if mark == -1 else mark
-        piece = data[start:end]
-        classes = piece.translate(_CLASSES)
-        values += classes.count(b"x") + 1
-        if max_nodes is not None and values > max_nodes:
-            check_json_node_budget(data, max_nodes)  # the whole file's estimate, for the message
-        try:
-            items.append(_loads(piece, classes))
-        except _Unusual:  # a duplicate key, or a number orjson reads otherwise: the exact decoder decides
-            items.append(_exact_item(data, start, end, line))
+    previous = first
+    for start in starts:
+        line += data.count(b"\n", previous, start)
         lines.append(line)
-        if mark == -1:
-            break
-        next_start = mark + len(boundary) - 1
-        line += data.count(b"\n", start, next_start)
-        start = next_start
+        previous = start
+    # The value budget, counted as the items are read (an upper bound, as
+    # `estimated_json_nodes`): what is built before the budget is passed is
+    # bounded by the budget, as if it had been counted first.
+    values = 1 + estimated_json_nodes(data[:bracket]) + estimated_json_nodes(data[close_bracket:])
+    items: list[Any] = []
+    view = memoryview(data)
+    try:
+        for group in range(0, len(starts), _GROUP):
+            stop = min(group + _GROUP, len(starts))
+            region = data[starts[group] : ends[stop - 1]]
+            classes = region.translate(_CLASSES)
+            values += classes.count(b"x") + stop - group
+            if max_nodes is not None and values > max_nodes:
+                check_json_node_budget(data, max_nodes)  # the whole file's estimate, for the message
+            items.extend(_read_group(data, view, starts[group:stop], ends[group:stop], lines[group:stop],
+                                     region, classes))
+    finally:
+        view.release()
     document = {**head, "items": items, **tail}
     return JsonDocument(document, data.count(b"\n", 0, _first_non_space(data)) + 1, lines, [])
+
+
+# Items checked together: the checks are one pass each over a group's bytes
+# instead of one call per item (a call costs about a microsecond).
+_GROUP = 64
+
+
+def _read_group(data: bytes, view: memoryview, starts: list[int], ends: list[int], lines: list[int],
+                region: bytes, classes: bytes) -> list[Any]:
+    """The items of one group, each parsed on its own (which proves the split), checked together."""
+    if classes.find(_NINETEEN_DIGITS) == -1 and _ESCAPED_COLON.search(region) is None:
+        try:
+            values = [orjson.loads(view[start:end]) for start, end in zip(starts, ends, strict=True)]
+        except (orjson.JSONDecodeError, RecursionError):
+            pass
+        else:
+            # The items' colons are the region's (the separators between them hold none).
+            if orjson.dumps(values).count(b":") == region.count(b":"):
+                return values
+    # Something to look at more closely: item by item, the doubtful ones by the exact decoder.
+    out = []
+    for start, end, line in zip(starts, ends, lines, strict=True):
+        try:
+            out.append(_loads(data[start:end]))
+        except _Unusual:  # a duplicate key, or a number orjson reads otherwise: the exact decoder decides
+            out.append(_exact_item(data, start, end, line))
+    return out
 
 
 def orjson_object(source: bytes) -> dict[str, Any]:

@@ -229,9 +229,8 @@ class _Document:
     problems: list[YAMLProblem] = field(default_factory=list)
 
 
-def _json_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[_Document]:
-    raw = bytes(data)
-    data.clear()  # the caller's copy is gone: only `raw` holds the bytes now
+def _json_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    raw = holder.pop()  # the only reference now: freed as soon as this is done with it
     if b"\x00" in raw:
         _refuse_binary(raw, name)
     if raw.startswith(codecs.BOM_UTF8):
@@ -251,9 +250,8 @@ def _json_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[
     yield _Document(document.data, document.line, document.item_lines, document.item_columns)
 
 
-def _yaml_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[_Document]:
-    text = _decode(bytes(data), name)
-    data.clear()
+def _yaml_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    text = _decode(holder.pop(), name)  # the bytes are freed once decoded
     try:
         for document in iter_documents(text, max_alias_expansion=limits.max_alias_expansion,
                                        max_nodes=limits.max_yaml_nodes, collect_problems=True):
@@ -263,10 +261,11 @@ def _yaml_documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[
         raise InputError.at(name, error.line, error.problem) from None
 
 
-def _documents(name: str, data: bytearray, limits: ReadLimits) -> Iterator[_Document]:
-    if _looks_like_json(name, bytes(data[:4096])):
-        return _json_documents(name, data, limits)
-    return _yaml_documents(name, data, limits)
+def _documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    """The documents of the bytes in `holder`, which the parser takes out (so it alone can free them)."""
+    if _looks_like_json(name, holder[0][:4096]):
+        return _json_documents(name, holder, limits)
+    return _yaml_documents(name, holder, limits)
 
 
 # --- turning documents into objects -------------------------------------------------
@@ -318,7 +317,9 @@ def _with_generated_name(raw: Any) -> Any:
 
 
 def _add_object(out: _Collected, raw: Any, name: str, line: int, column: int | None, what: str) -> None:
-    raw = _with_generated_name(raw)
+    meta = raw.get("metadata") if type(raw) is dict else None
+    if type(meta) is not dict or not meta.get("name"):  # the rare unnamed object: maybe a generateName one
+        raw = _with_generated_name(raw)
     problem = K8sObject.identity_problem(raw)
     if problem is None:
         out.objects.append(K8sObject(raw, Source(name, line, column)))
@@ -375,11 +376,11 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
 def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool) -> _Collected:
     """Everything one file holds, or `InputError`: a broken file never contributes half its objects."""
     out = _Collected()
-    # The bytes live in a buffer the parser empties as soon as it has copied
-    # them, so neither they nor the decoded text outlive the parse.
-    data = bytearray(read())
+    # The bytes are handed over in a holder the parser empties: no other
+    # reference keeps them (or the decoded text) alive while objects are built.
+    holder = [read()]
     found = False
-    for document in _documents(name, data, limits):
+    for document in _documents(name, holder, limits):
         found = True
         # Only a snapshot given as the input itself is a snapshot; one found in a folder is a List.
         _add_document(out, name, document, header_allowed=explicit)
