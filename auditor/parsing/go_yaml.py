@@ -67,6 +67,7 @@ _HINT: dict[str, str] = {
     **dict.fromkeys("yYnNtTfFoO~", "M"),
     ".": ".",
 }
+FIRST_CHARACTERS = frozenset(_HINT)
 # Go integer syntax accepted by strconv.ParseInt(s, 0, 64) once `_` are removed.
 _GO_INT = re.compile(r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")

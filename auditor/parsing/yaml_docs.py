@@ -104,6 +104,9 @@ class _Problems(Exception):
         self.found = problem
 
 
+_MAYBE_NOT_STRING = go_yaml.FIRST_CHARACTERS | {"<"}
+
+
 def _line(node: Node) -> int:
     return int(node.start_mark.line) + 1
 
@@ -130,6 +133,9 @@ class _Loader(_BaseLoader):
     def resolve(self, kind: type, value: str | None, implicit: tuple[bool, bool] | bool) -> str:
         if kind is ScalarNode:
             if isinstance(implicit, tuple) and implicit[0]:
+                # Most plain scalars start with a letter that cannot start anything but a string.
+                if value and value[0] not in _MAYBE_NOT_STRING:
+                    return _STR_TAG
                 return go_yaml.resolve_plain(value or "")
             return _STR_TAG
         return _SEQ_TAG if kind is SequenceNode else _MAP_TAG
@@ -644,17 +650,22 @@ def _children(node: Node) -> list[Node]:
 # the implicit key/value of a `:`. Counting those is an upper bound on the
 # nodes libyaml builds, whatever the layout: `- - - - x` on one line, flow
 # mappings (`{a: b}` is three nodes), `[:, :, :]`.
-_NODE_MARKS = ("\n", ",", "[", "{", ":", "- ", "? ", "-\t", "?\t")
+_NODE_MARKS = ("\n", ",", "[", "{", "- ", "? ")
+_TAB_MARKS = ("-\t", "?\t")
 
 
 def estimated_nodes(text: str) -> int:
     """An upper bound on the nodes parsing `text` would build, counted at C speed.
 
-    Each mark counts for the node(s) it can start, so a file whose node
-    graph would not fit in memory is refused before anything is parsed.
-    Ordinary block YAML (`key: value` lines) counts about two a line.
+    Each mark counts for the node(s) it can start (`:` for a key and its
+    value), so a file whose node graph would not fit in memory is refused
+    before anything is parsed. Ordinary block YAML (`key: value` lines)
+    counts about three a line.
     """
-    return 1 + text.count(":") * 2 + sum(text.count(mark) for mark in _NODE_MARKS if mark != ":")
+    count = 1 + text.count(":") * 2 + sum(text.count(mark) for mark in _NODE_MARKS)
+    if "\t" in text:  # rare: only then look for an indicator followed by a tab
+        count += sum(text.count(mark) for mark in _TAB_MARKS)
+    return count
 
 
 def check_node_budget(text: str, max_nodes: int | None) -> None:
@@ -730,8 +741,9 @@ def _iter_documents(
     text: str, loader_class: type, max_alias_expansion: int, max_nodes: int | None
 ) -> Iterator[YamlDocument]:
     check_node_budget(text, max_nodes)
-    # Most files hold no "&" at all: the substring test is far cheaper than the regex.
-    check_aliases = "&" in text and _ANCHOR.search(text) is not None
+    # Only aliases expand a document: without a `*` in the text there is none,
+    # and most files hold no "&" at all (substring tests, far cheaper than the regex).
+    check_aliases = "&" in text and "*" in text and _ANCHOR.search(text) is not None
     loader: Any = loader_class(text)
     composed = 0  # documents composed so far, to resume after a fallback
     try:
@@ -753,7 +765,8 @@ def _iter_documents(
             composed += 1
             if root is None:  # pragma: no cover - check_node said there is one
                 break
-            if check_aliases:
+            # A document of the file without a `*` of its own has no alias to expand.
+            if check_aliases and text.find("*", root.start_mark.index, root.end_mark.index + 1) != -1:
                 _check_alias_expansion(root, max_alias_expansion)
             line = _line(root)
             item_lines, item_columns = _items_positions(root)
