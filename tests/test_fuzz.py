@@ -31,10 +31,11 @@ import json
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, note, settings
@@ -63,7 +64,7 @@ EXCEPTIONS_VALIDATOR = jsonschema.Draft202012Validator(
 )
 
 
-def _templates() -> list[dict]:
+def _templates() -> list[dict[str, Any]]:
     """Realistic objects: the fuzz templates, every rule's examples, the bundled dumps."""
     texts = [(FIXTURES / "fuzz" / "templates.yaml").read_text(encoding="utf-8")]
     for rule in RULE_SET.rules:
@@ -181,7 +182,7 @@ def _swap(value: Any) -> Any:
     return {}
 
 
-def _paths(value: Any, path: tuple = ()) -> list[tuple]:
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every node of `value`, as a path of keys and indexes (the root is `()`)."""
     found = [path]
     if isinstance(value, dict):
@@ -194,10 +195,10 @@ def _paths(value: Any, path: tuple = ()) -> list[tuple]:
 
 
 # Templates are copied through JSON (C speed) and their node paths listed once.
-_TEMPLATE_CACHE: dict[int, tuple[str, list[tuple], list[tuple]]] = {}
+_TEMPLATE_CACHE: dict[int, tuple[str, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
 
 
-def _template_parts(template: dict) -> tuple[str, list[tuple], list[tuple]]:
+def _template_parts(template: dict[str, Any]) -> tuple[str, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     key = id(template)
     if key not in _TEMPLATE_CACHE:
         text = json.dumps(template, default=str)
@@ -221,7 +222,7 @@ def _child(node: Any, step: Any) -> Any:
     return _MISSING
 
 
-def _replace(document: Any, path: tuple, make) -> Any:
+def _replace(document: Any, path: tuple[Any, ...], make: Callable[[Any], Any]) -> Any:
     """`document` with the node at `path` replaced by `make(old)` (or removed for `_DELETE`)."""
     if not path:
         return make(document)
@@ -246,7 +247,7 @@ MUTATIONS = st.integers(min_value=0, max_value=7)
 
 
 @st.composite
-def mutated(draw, template: Any) -> Any:
+def mutated(draw: st.DrawFn, template: Any) -> Any:
     """`template` with a few nodes broken: replaced by junk, `null`, another type, deep junk,
     wrapped in a list, deleted, or given an extra field. Shrinks towards no change.
 
@@ -268,7 +269,7 @@ def mutated(draw, template: Any) -> Any:
         operation = draw(MUTATIONS)
         if operation == 0:
             junk = draw(JUNK)
-            document = _replace(document, path, lambda old, junk=junk: junk)
+            document = _replace(document, path, lambda old, junk=junk: junk)  # type: ignore[misc]
         elif operation == 1:
             document = _replace(document, path, lambda old: None)
         elif operation == 2:
@@ -277,7 +278,7 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, lambda old: _DELETE)
         elif operation == 4:
             deep = draw(DEEP_JUNK)
-            document = _replace(document, path, lambda old, deep=deep: deep)
+            document = _replace(document, path, lambda old, deep=deep: deep)  # type: ignore[misc]
         elif operation == 5:
             document = _replace(document, path, lambda old: [old])
         elif operation == 6:
@@ -293,14 +294,14 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, add_field)
         else:
             scalar = draw(SCALARS)
-            document = _replace(document, path, lambda old, scalar=scalar: scalar)
+            document = _replace(document, path, lambda old, scalar=scalar: scalar)  # type: ignore[misc]
     return document
 
 
 @st.composite
-def documents(draw, max_objects: int = 6) -> list[Any]:
+def documents(draw: st.DrawFn, max_objects: int = 6) -> list[Any]:
     """Objects of a snapshot: mutated templates, sometimes the baseline, sometimes plain junk."""
-    docs = []
+    docs: list[Any] = []
     if draw(st.booleans()):
         docs.extend(draw(mutated(t)) for t in BASELINE)
     count = draw(st.integers(min_value=1, max_value=max_objects))
@@ -325,7 +326,7 @@ def to_yaml(docs: list[Any], unicode_ok: bool) -> str:
 
 
 @st.composite
-def inputs(draw, max_objects: int = 6) -> tuple[str, str]:
+def inputs(draw: st.DrawFn, max_objects: int = 6) -> tuple[str, str]:
     """(file suffix, text) of a JSON List or a multi-document YAML stream."""
     docs = draw(documents(max_objects))
     if draw(st.booleans()):
@@ -380,13 +381,13 @@ AS_OF_DATES = st.one_of(st.just(AS_OF), st.dates(min_value=dt.date(2000, 1, 1), 
 
 
 @pytest.fixture(scope="module")
-def workdir():
+def workdir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="audit-fuzz-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
 
-def load_exceptions(workdir: Path, doc: dict) -> exceptions_list.ExceptionList:
+def load_exceptions(workdir: Path, doc: dict[str, Any]) -> exceptions_list.ExceptionList:
     """Write `doc`, check it is schema-valid, and load it: a valid list always loads."""
     EXCEPTIONS_VALIDATOR.validate(doc)
     path = workdir / "exceptions.yaml"
@@ -450,7 +451,7 @@ def test_mutated_objects_never_crash_loader_rules_or_reports(workdir: Path, data
 
 @given(data=inputs(max_objects=5), exception_doc=EXCEPTION_DOCS, as_of=AS_OF_DATES,
        fail_on=st.sampled_from(list(Severity)), require_complete=st.booleans())
-def test_random_exception_lists_apply_cleanly(workdir: Path, data: tuple[str, str], exception_doc: dict,
+def test_random_exception_lists_apply_cleanly(workdir: Path, data: tuple[str, str], exception_doc: dict[str, Any],
                                               as_of: dt.date, fail_on: Severity, require_complete: bool) -> None:
     exceptions = load_exceptions(workdir, exception_doc)
     suffix, text = data
@@ -477,14 +478,14 @@ LABELS = st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.none()
 @given(exception_doc=EXCEPTION_DOCS,
        refs=st.lists(st.tuples(st.sampled_from(RULE_IDS), OBJECT_REFS, LABELS), max_size=8),
        as_of=AS_OF_DATES)
-def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict, refs: list,
+def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict[str, Any], refs: list[Any],
                                                  as_of: dt.date) -> None:
     """The matcher alone: any finding, any labels (even of wrong types), any schema-valid list."""
     exceptions = load_exceptions(workdir, exception_doc)
     matcher = exceptions_list.ExceptionMatcher(exceptions, as_of)
     for rule_id, ref, labels in refs:
         finding = Finding(object=ref, message="m", source=Source("x.yaml", 1), rule=rule_id)
-        entry = matcher.apply(finding, lambda _finding, labels=labels: labels)
+        entry = matcher.apply(finding, lambda _finding, labels=labels: labels)  # type: ignore[misc]
         if entry is not None:
             assert rule_id in entry.rules and not entry.expired(as_of)
     usage = matcher.usage(set(RULE_IDS))
@@ -511,14 +512,14 @@ JSON_TOKENS = st.sampled_from([
 
 
 @st.composite
-def token_soup(draw) -> tuple[str, str]:
+def token_soup(draw: st.DrawFn) -> tuple[str, str]:
     if draw(st.booleans()):
         return ".yaml", "".join(draw(st.lists(YAML_TOKENS, max_size=40)))
     return ".json", "".join(draw(st.lists(JSON_TOKENS, max_size=40)))
 
 
 @st.composite
-def corrupted(draw) -> tuple[str, str]:
+def corrupted(draw: st.DrawFn) -> tuple[str, str]:
     """A valid input with a few characters inserted, deleted or replaced."""
     suffix, text = draw(inputs(max_objects=3))
     for _ in range(draw(st.integers(min_value=1, max_value=4))):
@@ -558,7 +559,7 @@ BOMB_STYLES = st.sampled_from(["flow-json", "flow", "block", "merge"])
 
 
 @st.composite
-def alias_bombs(draw) -> str:
+def alias_bombs(draw: st.DrawFn) -> str:
     """A billion-laughs document, anchors placed after every separator YAML allows."""
     depth = draw(st.integers(min_value=8, max_value=10))  # width ** depth: over a million nodes
     width = draw(st.integers(min_value=6, max_value=10))
@@ -574,7 +575,11 @@ def alias_bombs(draw) -> str:
             merged = ", ".join([f"*b{i - 1}"] * 2)
             lines.append(f"b{i}: &b{i} {{<<: [{merged}], k{i}: v}}")
         return "\n".join(lines) + "\n"
-    key = (lambda i: f'"l{i}"') if style == "flow-json" else (lambda i: f"l{i}")
+    quote = '"' if style == "flow-json" else ""
+
+    def key(index: int) -> str:
+        return f"{quote}l{index}{quote}"
+
     parts = [f"{key(0)}{sep}&l0 [{', '.join(['lol'] * width)}]"]
     parts += [f"{key(i)}{sep}&l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, depth)]
     return "{" + ", ".join(parts) + "}\n"
@@ -596,7 +601,7 @@ def test_anchor_precheck_never_misses_an_anchor_libyaml_sees(text: str) -> None:
     """The alias-expansion walk only runs when a regex sees an anchor: it must see every one libyaml sees."""
     events = []
     try:
-        for event in yaml.parse(text, Loader=yaml_docs._BaseLoader):
+        for event in yaml.parse(text, Loader=yaml_docs._BaseLoader):  # type: ignore[attr-defined]
             events.append(event)  # documents before a syntax error are still read
     except yaml.YAMLError:
         pass
@@ -630,17 +635,19 @@ MERGE_KEYS = st.sampled_from(["type", "a", "b", "c", "port"])
 
 
 @st.composite
-def merge_documents(draw) -> tuple[str, dict | None]:
+def merge_documents(draw: st.DrawFn) -> tuple[str, dict[str, Any] | None]:
     """(YAML text, the `spec` kubectl reads), or (text, None) when kubectl and kustomize read it apart."""
     counter = iter(range(10_000))
-    bases: list[tuple[str, list]] = []  # (anchor, entries)
+    bases: list[tuple[str, list[Any]]] = []  # (anchor, entries)
 
-    def entries(known_bases: int) -> list:
-        out, used, merged = [], set(), False
+    def entries(known_bases: int) -> list[Any]:
+        out: list[Any] = []
+        used: set[str] = set()
+        merged = False
         for _ in range(draw(st.integers(min_value=0, max_value=4))):
             if known_bases and not merged and draw(st.booleans()):
                 refs = draw(st.lists(st.integers(min_value=0, max_value=known_bases - 1), min_size=1, max_size=3))
-                sources: list = [("alias", ref) for ref in refs]
+                sources: list[Any] = [("alias", ref) for ref in refs]
                 if draw(st.booleans()):  # a mapping written inline in the merge
                     inline = [("key", key, f"v{next(counter)}")
                               for key in draw(st.lists(MERGE_KEYS, max_size=2, unique=True))]
@@ -660,7 +667,7 @@ def merge_documents(draw) -> tuple[str, dict | None]:
         bases.append((f"b{index}", entries(index)))
     spec = entries(len(bases))
 
-    def render(items: list) -> str:
+    def render(items: list[Any]) -> str:
         parts = []
         for entry in items:
             if entry[0] == "key":
@@ -671,15 +678,15 @@ def merge_documents(draw) -> tuple[str, dict | None]:
             parts.append("<<: " + ("[" + ", ".join(rendered) + "]" if as_list or len(rendered) > 1 else rendered[0]))
         return ", ".join(parts)
 
-    def flatten(items: list) -> tuple[dict, bool]:
+    def flatten(items: list[Any]) -> tuple[dict[str, Any], bool]:
         """kubectl's reading of a mapping, and whether kustomize would read it otherwise."""
-        result: dict = {}
+        result: dict[str, Any] = {}
         apart = False
         for entry in items:
             if entry[0] == "key":
                 result[entry[1]] = entry[2]
                 continue
-            merged: dict = {}
+            merged: dict[str, Any] = {}
             for kind, source in reversed(entry[1]):
                 value, inner_apart = flatten(bases[source][1] if kind == "alias" else source)
                 apart = apart or inner_apart
@@ -699,7 +706,7 @@ def merge_documents(draw) -> tuple[str, dict | None]:
 
 
 @given(case=merge_documents())
-def test_merge_keys_read_as_kubectl_reads_them(case: tuple[str, dict | None]) -> None:
+def test_merge_keys_read_as_kubectl_reads_them(case: tuple[str, dict[str, Any] | None]) -> None:
     text, expected = case
     note(text)
     if expected is None:
@@ -716,12 +723,13 @@ KUBECTL = shutil.which("kubectl")
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 @settings(max_examples=max(4, settings().max_examples // 5), deadline=None)
 @given(case=merge_documents().filter(lambda case: case[1] is not None))
-def test_merge_key_model_is_kubectls(case: tuple[str, dict | None]) -> None:
+def test_merge_key_model_is_kubectls(case: tuple[str, dict[str, Any] | None]) -> None:
     """The model above against kubectl itself (`kubectl label --local` decodes as `kubectl apply` does)."""
     import subprocess
 
     text, expected = case
     note(text)
+    assert KUBECTL is not None
     with tempfile.TemporaryDirectory(prefix="audit-merge-") as tmp:
         path = Path(tmp) / "thing.yaml"
         body = "".join(f"  {line}\n" for line in text.splitlines())
@@ -793,7 +801,7 @@ OPTION_SETS = st.fixed_dictionaries({
 @settings(max_examples=CLI_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                             HealthCheck.large_base_example])
 @given(data=st.one_of(inputs(max_objects=5), corrupted(), token_soup()), options=OPTION_SETS)
-def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict) -> None:
+def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict[str, Any]) -> None:
     suffix, text = data
     with tempfile.TemporaryDirectory(prefix="audit-fuzz-cli-") as tmp:
         tmp_path = Path(tmp)

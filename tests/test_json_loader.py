@@ -152,8 +152,8 @@ def _reports(paths: list[str], exact: bool, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def _synthetic_dump(tmp_path: Path) -> str:
-    from synth import write_kubectl_list  # benchmarks/: the kubectl-layout generator
-    from synth_cluster import Drift, build_cluster
+    from synth import write_kubectl_list  # type: ignore[import-not-found]  # benchmarks/, on sys.path
+    from synth_cluster import Drift, build_cluster  # type: ignore[import-not-found]
 
     path = tmp_path / "synth.json"
     write_kubectl_list(build_cluster(600, 7, Drift()), path)
@@ -199,8 +199,9 @@ def test_the_value_budget_is_checked_before_parsing(tmp_path: Path) -> None:
 
 def test_checks_that_run_on_groups_of_items_still_find_the_one_item() -> None:
     """Items are checked 64 at a time: a duplicate key or a big number in the 150th is still found."""
-    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": str(i)}}
-             for i in range(200)]
+    items: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"k": str(i)}}
+        for i in range(200)]
     items[130]["data"]["n"] = "@@big"
     items[150]["data"]["d"] = "@@dup"
     data = as_list(items, 4, True)

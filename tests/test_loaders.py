@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +31,10 @@ def test_kubectl_json_list_keeps_item_lines(tmp_path: Path) -> None:
     snapshot = read_paths([_write(tmp_path, "dump.json", text)])
     lines = text.splitlines()
     for obj in snapshot:
-        assert lines[obj.source.line - 1] == "        {"
-        assert f'"name": "{obj.name}"' in "\n".join(lines[obj.source.line - 1: obj.source.line + 10])
+        assert obj.source is not None and obj.source.line is not None
+        line = obj.source.line
+        assert lines[line - 1] == "        {"
+        assert f'"name": "{obj.name}"' in "\n".join(lines[line - 1: line + 10])
 
 
 def test_compact_json_and_nested_strings_do_not_confuse_item_lines() -> None:
@@ -150,7 +153,7 @@ def test_folder_walk_is_sorted_and_skips_hidden_folders_and_chart_templates(tmp_
 def test_stdin_once_only() -> None:
     text = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"
     (namespace,) = read_paths(["-"], stdin=io.BytesIO(text))
-    assert namespace.source.path == "<stdin>"
+    assert namespace.source is not None and namespace.source.path == "<stdin>"
     with pytest.raises(InputError, match="only once"):
         read_paths(["-", "-"], stdin=io.BytesIO(text))
 
@@ -164,7 +167,7 @@ def test_offline_coverage_present_versus_missing(tmp_path: Path) -> None:
 
 
 def test_snapshot_header_carries_coverage_and_target(tmp_path: Path) -> None:
-    document = {
+    document: dict[str, Any] = {
         "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
         "auditSnapshot": {
             "formatVersion": 1, "context": "bench", "server": "https://10.0.0.10:6443", "serverVersion": "v1.32.3",
@@ -177,7 +180,8 @@ def test_snapshot_header_carries_coverage_and_target(tmp_path: Path) -> None:
         "items": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "n"}}],
     }
     snapshot = read_paths([_write(tmp_path, "snap.json", json.dumps(document))])
-    assert snapshot.mode == "snapshot" and snapshot.cluster.fingerprint == "3f2a9c0d1b7e"
+    assert snapshot.mode == "snapshot" and snapshot.cluster is not None
+    assert snapshot.cluster.fingerprint == "3f2a9c0d1b7e"
     assert snapshot.coverage("CiliumL2AnnouncementPolicy.cilium.io").state is CoverageState.NOT_SERVED
     assert snapshot.coverage("NetworkPolicy.networking.k8s.io").reason == "403 Forbidden"
     assert snapshot.coverage("Pod").state is CoverageState.MISSING
@@ -200,7 +204,7 @@ def test_a_kind_that_is_not_a_kind_name_is_not_guessed_at(tmp_path: Path) -> Non
 
 # --- issue 10.12: a snapshot is a snapshot only as the input itself ----------------------------------
 
-def _snapshot_document() -> dict:
+def _snapshot_document() -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
         "auditSnapshot": {"formatVersion": 1, "context": "prod", "fingerprint": "3f2a9c0d1b7e",
@@ -226,7 +230,8 @@ def test_a_snapshot_inside_a_folder_is_an_ordinary_list(tmp_path: Path) -> None:
 
 def test_a_snapshot_named_as_the_input_is_still_one(tmp_path: Path) -> None:
     snapshot = read_paths([_write(tmp_path, "snap.json", json.dumps(_snapshot_document()))])
-    assert snapshot.mode == "snapshot" and snapshot.cluster.fingerprint == "3f2a9c0d1b7e"
+    assert snapshot.mode == "snapshot" and snapshot.cluster is not None
+    assert snapshot.cluster.fingerprint == "3f2a9c0d1b7e"
     assert snapshot.coverage("NetworkPolicy.networking.k8s.io").state is CoverageState.LISTED
 
 

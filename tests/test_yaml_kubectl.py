@@ -217,6 +217,7 @@ def test_documents_before_a_redefined_anchor_are_read_once(tmp_path: Path) -> No
                     "data: {x: &v one, w: &v two, z: *v}\n",
                     encoding="utf-8")
     namespace, config_map = read_paths([str(path)])
+    assert namespace.source is not None and config_map.source is not None
     assert namespace.name == "a" and namespace.source.line == 1
     assert config_map.data == {"x": "one", "w": "two", "z": "two"} and config_map.source.line == 5
 
