@@ -164,6 +164,14 @@ def test_merge_keys_kubectl_and_kustomize_would_read_apart_are_refused(text: str
     assert raised.value.line == line
 
 
+def test_a_merge_that_repeats_an_explicit_value_reads_alike_everywhere() -> None:
+    """Both tools get the same ports: nothing to refuse."""
+    data = auditor_reads("spec:\n  ports: [{port: 80}]\n  <<: {ports: [{port: 80}], type: ClusterIP}\n")
+    assert data["spec"] == {"ports": [{"port": 80}], "type": "ClusterIP"}
+    with pytest.raises(YAMLInputError, match="merge key overrides"):
+        auditor_reads("spec:\n  ports: [{port: 80}]\n  <<: {ports: [{port: 443}]}\n")
+
+
 @needs_kubectl
 def test_the_refused_merge_really_reads_differently_in_kubectl(tmp_path: Path) -> None:
     """What the refusal above relies on: kubectl lets a later `<<` override an explicit key."""

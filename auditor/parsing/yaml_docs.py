@@ -315,15 +315,36 @@ class _Loader(_BaseLoader):
         return [self.construct_object(child) for child in node.value]
 
 
-def _same_node(first: Node, second: Node) -> bool:
-    if first is second:
-        return True
-    return (
-        type(first) is ScalarNode
-        and type(second) is ScalarNode
-        and first.tag == second.tag
-        and first.value == second.value
-    )
+def _same_node(first: Node, second: Node, budget: int = 1_000) -> bool:
+    """Whether two nodes are written alike (so kubectl and kustomize read the same value either way).
+
+    Compared structurally up to `budget` nodes; beyond, they count as different (the
+    mapping is then refused, never read one way silently).
+    """
+    stack = [(first, second)]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        one, other = stack.pop()
+        if one is other:
+            continue
+        if type(one) is not type(other) or one.tag != other.tag:
+            return False
+        if isinstance(one, ScalarNode):
+            if one.value != other.value:
+                return False
+        elif isinstance(one, SequenceNode):
+            if len(one.value) != len(other.value):
+                return False
+            stack.extend(zip(one.value, other.value, strict=True))
+        elif isinstance(one, MappingNode):
+            if len(one.value) != len(other.value):
+                return False
+            for (key, value), (other_key, other_value) in zip(one.value, other.value, strict=True):
+                stack.append((key, other_key))
+                stack.append((value, other_value))
+    return True
 
 
 # --- constructors -------------------------------------------------------------------
