@@ -459,14 +459,27 @@ def _construct_unknown_tag(loader: _Loader, node: Node) -> Any:
     return _construct_by_kind(loader, node)
 
 
+def _scalar_only(construct: Any) -> Any:
+    """A scalar tag written on a collection (`!!str {a: 1}`) is a problem, not a crash."""
+
+    def checked(loader: _Loader, node: Node) -> Any:
+        if type(node) is ScalarNode:
+            return construct(loader, node)
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        loader.problem(node, f"invalid YAML: {shown} on a {_kind_name(node)}")
+        return _construct_by_kind(loader, node)
+
+    return checked
+
+
 _CONSTRUCTORS: dict[str | None, Any] = {
-    "tag:yaml.org,2002:str": _construct_str,
-    "tag:yaml.org,2002:null": _construct_null,
-    "tag:yaml.org,2002:bool": _construct_bool,
-    "tag:yaml.org,2002:int": _construct_int,
-    "tag:yaml.org,2002:float": _construct_float,
-    "tag:yaml.org,2002:timestamp": _construct_timestamp,
-    "tag:yaml.org,2002:binary": _construct_binary,
+    "tag:yaml.org,2002:str": _scalar_only(_construct_str),
+    "tag:yaml.org,2002:null": _scalar_only(_construct_null),
+    "tag:yaml.org,2002:bool": _scalar_only(_construct_bool),
+    "tag:yaml.org,2002:int": _scalar_only(_construct_int),
+    "tag:yaml.org,2002:float": _scalar_only(_construct_float),
+    "tag:yaml.org,2002:timestamp": _scalar_only(_construct_timestamp),
+    "tag:yaml.org,2002:binary": _scalar_only(_construct_binary),
     "tag:yaml.org,2002:merge": _construct_merge_scalar,
     "tag:yaml.org,2002:map": _construct_map,
     "tag:yaml.org,2002:seq": _construct_seq,
@@ -736,11 +749,6 @@ def _describe(error: yaml.YAMLError) -> str:
     context = getattr(error, "context", None)
     text = " ".join(part for part in (context, problem) if part) or str(error).splitlines()[0]
     return f"invalid YAML: {text}"
-
-
-def _raise_first(problems: list[YAMLProblem]) -> None:
-    first = min(problems, key=lambda p: p.line)
-    raise YAMLInputError(first.problem, first.line)
 
 
 def iter_documents(
