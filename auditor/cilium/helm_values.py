@@ -11,6 +11,7 @@ auditor.cilium.config merges them with the live objects.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -68,8 +69,8 @@ class HelmValues:
     # empty for a values file.
     provenance: dict[tuple, str] = field(default_factory=dict)
     default_label: str = ""
-    # Line of every node of a values file, by key path.
-    lines: dict[tuple, int] = field(default_factory=dict)
+    # Line of every node of a values file, by key path (auditor.parsing.yaml_docs.NodeLines).
+    lines: Mapping[tuple, int] = field(default_factory=dict)
     chart_version: str | None = None
     # False when values come from elsewhere too (Flux valuesFrom, Argo CD
     # valueFiles): a key absent here may then be set there.
