@@ -636,35 +636,43 @@ def _check_alias_expansion(root: Node, limit: int) -> None:
     """Refuse a document whose aliases expand it by more than `limit` nodes.
 
     Sizes are memoised per node, so the walk is linear in the distinct nodes
-    however large the expansion would be.
+    however large the expansion would be. Scalars, most of the nodes, are
+    counted where their parent is, never pushed on the walk's stack.
     """
-    sizes: dict[int, int] = {}
+    if type(root) is ScalarNode:
+        return
+    sizes: dict[int, int] = {}  # expanded size of each collection done
+    scalars: set[int] = set()  # distinct scalars seen
     open_nodes: set[int] = set()  # on the current path: meeting one again is a cycle
-    distinct = 0
+    collections = 0
     # Iterative post-order walk: hostile input must not exhaust the C stack.
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
         key = id(node)
+        children = _children(node)
         if not children_done:
             if key in sizes:
                 continue
             if key in open_nodes:
                 raise YAMLInputError("recursive alias (a node contains itself)", _line(node))
-        if isinstance(node, ScalarNode):
-            sizes[key] = 1
-            distinct += 1
-            continue
-        children = _children(node)
-        if not children_done:
             open_nodes.add(key)
             stack.append((node, True))
-            stack.extend((child, False) for child in children if id(child) not in sizes)
+            for child in children:
+                if type(child) is not ScalarNode and id(child) not in sizes:
+                    stack.append((child, False))
             continue
         open_nodes.discard(key)
-        sizes[key] = 1 + sum(sizes[id(child)] for child in children)
-        distinct += 1
-        if sizes[key] - distinct > limit:
+        size = 1
+        for child in children:
+            if type(child) is ScalarNode:
+                size += 1
+                scalars.add(id(child))
+            else:
+                size += sizes[id(child)]
+        sizes[key] = size
+        collections += 1
+        if size - collections - len(scalars) > limit:
             raise YAMLInputError(
                 f"aliases expand the document by more than {limit:,} nodes (alias bomb?)",
                 _line(root),
