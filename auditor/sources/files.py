@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 import functools
 import gc
-import hashlib
 import json
 import os
 import stat
@@ -311,6 +310,8 @@ def _with_generated_name(raw: Any) -> Any:
     prefix = meta.get("generateName")
     if not isinstance(prefix, str) or not prefix:
         return raw
+    import hashlib  # only for these rare objects: not at start-up
+
     canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str, allow_nan=True)
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return {**raw, "metadata": {**meta, "name": GENERATED_NAME.format(prefix=prefix, digest=digest)}}
