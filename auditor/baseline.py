@@ -184,6 +184,12 @@ def load_report(path: str, what: str = "report") -> dict[str, Any]:
     from auditor.config_files import read_small_file
 
     text = read_small_file(path, what, MAX_REPORT_BYTES, AuditError)
+    from auditor.parsing.json_docs import DEFAULT_MAX_JSON_NODES, JSONInputError, check_json_node_budget
+
+    try:
+        check_json_node_budget(text, DEFAULT_MAX_JSON_NODES)  # the same value budget as any JSON input
+    except JSONInputError as error:
+        raise AuditError(f"{path}: {what}: {error.problem}") from None
     try:
         report = json.loads(text)
     except json.JSONDecodeError as error:

@@ -96,9 +96,13 @@ class Source:
 
     path: str
     line: int | None = None
+    # Set only where the line alone does not tell objects apart (one-line JSON, `jq -c`).
+    column: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}" if self.line else self.path
+        if not self.line:
+            return self.path
+        return f"{self.path}:{self.line}:{self.column}" if self.column else f"{self.path}:{self.line}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +250,7 @@ class Finding:
     labels: tuple[tuple[str, str], ...] | None = None
 
     @property
-    def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, str]:
+    def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, int, str]:
         source = self.source
         return (
             self.cluster or "",
@@ -257,6 +261,7 @@ class Finding:
             self.object.api_version,
             source.path if source else "",
             (source.line or 0) if source else 0,
+            (source.column or 0) if source else 0,
             self.message,
         )
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measure import Measurement, json_load_argv, measure, warm_page_cache, yaml_load_argv  # noqa: E402
-from synth import fingerprint  # noqa: E402
+from measure import Measurement, json_load_argv, measure, warm_page_cache, yaml_load_argv
+from synth import fingerprint
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -33,12 +33,17 @@ CACHE = BENCH / ".cache"
 AUDITOR_MAIN = ROOT / "auditor" / "__main__.py"
 SERVICES = (10_000, 1_000)  # the live-reader dataset: 10,000 Services across 1,000 namespaces
 
-# Targets: (key, description, limit)
+SHARED_GITOPS = ROOT.parent / "shared" / "gitops"  # public GitOps repositories, when present
+
+# Targets (issue 15): (key, description, limit). Ratios are measured in the same run.
 TARGETS = {
-    "wall_100k": ("audit 100k JSON wall <= 2.5x json.load", 2.5),
-    "rss_100k": ("audit 100k JSON peak RSS <= 3x json.load", 3.0),
-    "growth": ("audit time growth 10k -> 100k <= 12x", 12.0),
-    "tree": ("tree audit wall <= 1.5x CSafeLoader parse", 1.5),
+    "wall_100k": ("audit 100k kubectl-layout JSON wall <= 1.0x json.load", 1.0),
+    "rss_100k": ("audit 100k kubectl-layout JSON peak RSS <= 1.3x json.load", 1.3),
+    "wall_small": ("audit 100k small-object JSON wall <= 1.0x json.load", 1.0),
+    "rss_small": ("audit 100k small-object JSON peak RSS <= 1.5x json.load", 1.5),
+    "growth": ("audit time growth 10k -> 100k (kubectl layout) <= 11x", 11.0),
+    "tree": ("synthetic GitOps tree wall <= 1.1x CSafeLoader parse", 1.1),
+    "gitops": ("../shared/gitops wall <= 1.1x CSafeLoader parse", 1.1),
     "version": ("`python -m auditor --version` < 0.3 s", 0.3),
     "rules": ("`python -m auditor rules` < 0.3 s", 0.3),
 }
@@ -99,10 +104,18 @@ def datasets(a: argparse.Namespace) -> list[Dataset]:
         out.append(ensure_dataset(f"services-{s // 1000}k/{ns}ns", "json", f"services-{s}x{ns}-s{a.seed}",
                                   ["services", "--services", str(s), "--namespaces", str(ns), "--seed", str(a.seed)],
                                   ".json", a.python, a.regen))
+    for n in a.small_sizes:  # small objects: Services only, as `kubectl get services -A -o json` lists them
+        out.append(ensure_dataset(f"small-{n // 1000}k", "json", f"small-{n}-s{a.seed}",
+                                  ["services", "--services", str(n), "--namespaces", str(max(10, n // 100)),
+                                   "--seed", str(a.seed)], ".json", a.python, a.regen))
     if a.tree_mb > 0:
         out.append(ensure_dataset(f"tree-{a.tree_mb:g}MB", "tree", f"tree-{a.tree_mb:g}mb-s{a.seed}",
                                   ["tree", "--megabytes", str(a.tree_mb), "--seed", str(a.seed)], "", a.python,
                                   a.regen))
+    if a.gitops and SHARED_GITOPS.is_dir():
+        files = [p for p in SHARED_GITOPS.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()]
+        out.append(Dataset("shared-gitops", "tree", SHARED_GITOPS, len(files), sum(p.stat().st_size for p in files),
+                           None))
     return out
 
 
@@ -149,7 +162,7 @@ def _fmt(m: Measurement | None, what: str) -> str:
 def _ratio(audit: Measurement | None, base: Measurement, attr: str) -> float | None:
     if audit is None or not audit.ok or not base.ok:
         return None
-    return getattr(audit, attr) / getattr(base, attr)
+    return float(getattr(audit, attr) / getattr(base, attr))
 
 
 def print_table(rows: list[Row]) -> None:
@@ -190,12 +203,17 @@ def evaluate(rows: list[Row], version: Measurement | None,
     big, mid = by.get("cluster-100k"), by.get("cluster-10k")
     verdict("wall_100k", _ratio(big.audit, big.parse, "wall_s") if big else None)
     verdict("rss_100k", _ratio(big.audit, big.parse, "rss_mib") if big else None)
+    small = by.get("small-100k")
+    verdict("wall_small", _ratio(small.audit, small.parse, "wall_s") if small else None)
+    verdict("rss_small", _ratio(small.audit, small.parse, "rss_mib") if small else None)
     growth = None
     if big and mid and big.audit and mid.audit and big.audit.ok and mid.audit.ok:
         growth = big.audit.wall_s / mid.audit.wall_s
     verdict("growth", growth)
-    tree = next((r for r in rows if r.ds.kind == "tree"), None)
+    tree = next((r for r in rows if r.ds.kind == "tree" and r.ds.label != "shared-gitops"), None)
     verdict("tree", _ratio(tree.audit, tree.parse, "wall_s") if tree else None)
+    shared = by.get("shared-gitops")
+    verdict("gitops", _ratio(shared.audit, shared.parse, "wall_s") if shared else None)
     for key, startup in (("version", version), ("rules", rules)):
         verdict(key, startup.wall_s if startup and startup.ok else None, " s")
         if startup and startup.ok and startup.wall_s >= TARGETS[key][1]:
@@ -262,7 +280,10 @@ def _checkov_line(extra: dict[str, object]) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1_000, 10_000, 100_000])
+    p.add_argument("--small-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=[10_000, 100_000],
+                   help="object counts of the small-object (Services) Lists; empty to skip")
     p.add_argument("--tree-mb", type=float, default=6.0, help="0 to skip the YAML tree")
+    p.add_argument("--no-gitops", dest="gitops", action="store_false", help="skip ../shared/gitops")
     p.add_argument("--no-services", dest="services", action="store_false", help="skip the 10k Services dataset")
     p.add_argument("--reps", type=int, default=3, help="runs per measurement (median reported)")
     p.add_argument("--seed", type=int, default=42)
@@ -299,14 +320,15 @@ def main(argv: list[str] | None = None) -> int:
              else ("skipped" if not a.audit else "auditor not installed") if version is None
              else f"ERROR ({version.error})"))
     if rules is not None:
-        print(f"`-m auditor rules`: " + (f"{rules.wall_s:.3f} s, {rules.rss_mib:.0f} MiB" if rules.ok
+        print("`-m auditor rules`: " + (f"{rules.wall_s:.3f} s, {rules.rss_mib:.0f} MiB" if rules.ok
                                           else f"ERROR ({rules.error})"))
     by = {r.ds.label: r for r in rows}
-    if "cluster-10k" in by and "cluster-100k" in by and by["cluster-10k"].parse.ok and by["cluster-100k"].parse.ok:
-        print(f"json.load growth 10k -> 100k: {by['cluster-100k'].parse.wall_s / by['cluster-10k'].parse.wall_s:.1f}x")
-        g = by["cluster-100k"].audit
-        if g and g.ok and by["cluster-10k"].audit and by["cluster-10k"].audit.ok:
-            print(f"audit growth 10k -> 100k: {g.wall_s / by['cluster-10k'].audit.wall_s:.1f}x")
+    for prefix in ("cluster", "small"):
+        ten, hundred = by.get(f"{prefix}-10k"), by.get(f"{prefix}-100k")
+        if ten and hundred and ten.parse.ok and hundred.parse.ok:
+            print(f"{prefix}: json.load growth 10k -> 100k: {hundred.parse.wall_s / ten.parse.wall_s:.1f}x")
+            if hundred.audit and hundred.audit.ok and ten.audit and ten.audit.ok:
+                print(f"{prefix}: audit growth 10k -> 100k: {hundred.audit.wall_s / ten.audit.wall_s:.1f}x")
     if nogc is not None and nogc.ok:
         print(f"{nogc.label}: {nogc.wall_s:.3f} s, {nogc.rss_mib:.0f} MiB (info, not a target baseline)")
     loads.append(os.getloadavg()[0])

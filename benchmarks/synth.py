@@ -19,13 +19,13 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_cluster import Drift, build_cluster, build_services  # noqa: E402
+from synth_cluster import Drift, build_cluster, build_services
 
 HERE = Path(__file__).resolve().parent
 # `kubectl get ns,sa,cm,secret,svc,deploy,sts,ds,pod,netpol,cnp,ccnp,... -A -o json` groups items

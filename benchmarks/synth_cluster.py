@@ -8,9 +8,9 @@ Secrets, ConfigMaps) so the total is exact, not approximate.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterator
 
 import synth_config as cfg
 import synth_network as net
@@ -117,7 +117,7 @@ def _build_app(g: Gen, ctx: NsCtx, p: AppPlan, gw: tuple[str, str], lb: net.LbAl
     return out
 
 
-def _drift_lb(g: Gen, ctx: NsCtx, name: str, labels: Obj, ports: list, selector: Obj, lb: net.LbAllocator) -> Obj:
+def _drift_lb(g: Gen, ctx: NsCtx, name: str, labels: Obj, ports: list[Any], selector: Obj, lb: net.LbAllocator) -> Obj:
     """A LoadBalancer Service bypassing the Gateway: the exposure drift the auditor exists for."""
     ip = lb.take("apps-pool")
     ann = {"lbipam.cilium.io/ips": ip} if g.chance(0.5) else {}

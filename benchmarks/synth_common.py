@@ -11,8 +11,8 @@ import json
 import random
 import time
 import uuid
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 Obj = dict[str, Any]
 
@@ -23,7 +23,7 @@ DAY = 86_400
 # Alphabet the Kubernetes name generators use (no vowels, no ambiguous characters).
 _K8S_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 
-WORDS = (
+WORDS = (  # noqa: SIM905 - a word list reads better as prose
     "payments checkout catalog search billing orders ledger invoices identity accounts "
     "notifications mailer reports analytics forecasting pricing inventory shipping "
     "warehouse recommendations reviews media thumbnails uploads webhooks scheduler "

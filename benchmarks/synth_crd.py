@@ -14,7 +14,8 @@ from synth_common import Gen
 
 Obj = dict[str, Any]
 
-_PARTS = ("backend name port match header path query method filter request response redirect rewrite "
+_PARTS = (  # noqa: SIM905 - a word list reads better as prose
+    "backend name port match header path query method filter request response redirect rewrite "
           "mirror timeout retry policy selector label expression target ref section listener address "
           "certificate issuer secret hostname protocol weight endpoint node pool block cidr interface "
           "service gateway route rule condition status reason message generation version").split()
@@ -42,8 +43,10 @@ _CEL = (
 
 
 def _name(g: Gen) -> str:
-    a, b = g.pick(_PARTS), g.pick(_PARTS)
-    return a + b.capitalize() + (g.pick(("s", "Ref", "Refs", "Selector", "")) if g.chance(0.4) else "")
+    a: str = g.pick(_PARTS)
+    b: str = g.pick(_PARTS)
+    suffix: str = g.pick(("s", "Ref", "Refs", "Selector", "")) if g.chance(0.4) else ""
+    return a + b.capitalize() + suffix
 
 
 def description(g: Gen, subject: str) -> str:

@@ -41,7 +41,7 @@ class LbAllocator:
 
 
 def _defaulted_service(g: Gen, user: Obj, stype: str) -> Obj:
-    spec = clone(user)
+    spec: Obj = clone(user)
     spec["type"] = stype
     spec["sessionAffinity"] = "None"
     if stype == "ExternalName":
@@ -226,7 +226,9 @@ def gateway(g: Gen, ctx: NsCtx, name: str, hosts: list[str], lb_ip: str, routes:
                                                                     "name": tls_name(h)}]},
                   "allowedRoutes": {"namespaces": {"from": "All" if shared else "Same"}}} for i, h in enumerate(hosts)]
     spec = {"gatewayClassName": "cilium", "listeners": listeners}
-    conds = lambda kinds: [condition(k, "True", created, k, "", gen) for k in kinds]  # noqa: E731
+    def conds(kinds: tuple[str, ...]) -> list[Obj]:
+        return [condition(k, "True", created, k, "", gen) for k in kinds]
+
     status = {"addresses": [{"type": "IPAddress", "value": lb_ip}], "conditions": conds(("Accepted", "Programmed")),
               "listeners": [{"attachedRoutes": routes, "conditions": conds(("Programmed", "Accepted", "ResolvedRefs")),
                              "name": lst["name"], "supportedKinds": [{"group": GW_GROUP, "kind": "HTTPRoute"},

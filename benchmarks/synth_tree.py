@@ -287,7 +287,7 @@ def build_tree(out: Path, target_bytes: int, seed: int, force: bool = False) -> 
         seen.add(name)
         overlays.append(_app(g, w, name, len(overlays)))
     w.human("clusters/prod/kustomization.yaml", [kustomization(
-        ["../../platform/cilium", "../../platform/kube-prometheus-stack"] + overlays)], 2)
+        ["../../platform/cilium", "../../platform/kube-prometheus-stack", *overlays])], 2)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return {"objects": w.objects, "documents": w.documents, "files": w.files, "bytes": w.bytes,

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from synth_common import Gen, Obj, clone, condition, decorate, meta, owner_ref, ts
 
 # (role, image, ports, probe kind, workload kind)
-ARCHETYPES: tuple[tuple[str, str, tuple[tuple[str, int], ...], str, str], ...] = (
+Archetype = tuple[str, str, tuple[tuple[str, int], ...], str, str]
+ARCHETYPES: tuple[Archetype, ...] = (
     ("web", "docker.io/nginxinc/nginx-unprivileged:1.27.3-alpine", (("http", 8080),), "http", "Deployment"),
     ("api", "ghcr.io/{org}/{app}-api:v{ver}", (("http", 8000), ("metrics", 9090)), "http", "Deployment"),
     ("worker", "ghcr.io/{org}/{app}-worker:v{ver}", (("metrics", 9090),), "exec", "Deployment"),
@@ -97,7 +98,7 @@ def container(g: Gen, name: str, image: str, ports: tuple[tuple[str, int], ...],
     return c
 
 
-def pod_spec(g: Gen, ctx: NsCtx, app: str, arche: tuple, sa: str, cm: str, secret: str) -> Obj:
+def pod_spec(g: Gen, ctx: NsCtx, app: str, arche: Archetype, sa: str, cm: str, secret: str) -> Obj:
     role, image_t, ports, probe, _ = arche
     ver = f"{g.between(0, 4)}.{g.between(0, 30)}.{g.between(0, 12)}"
     image = image_t.format(org=g.pick(ORGS), app=app, ver=ver)
@@ -144,7 +145,7 @@ def _default_container(c: Obj) -> None:
 
 def defaulted_pod_spec(user: Obj) -> Obj:
     """Clone of a user PodSpec with what the API server's defaulting adds."""
-    s = clone(user)
+    s: Obj = clone(user)
     for c in s["containers"] + s.get("initContainers", []):
         _default_container(c)
     for v in s.get("volumes", []):

@@ -9,7 +9,6 @@ import re
 from typing import Any
 
 import yaml
-
 from synth_common import WORDS, Gen
 
 COMMENTS = (
@@ -35,8 +34,10 @@ _INLINE_RE = re.compile(r"^(\s*(?:- )?(" + "|".join(INLINE) + r")): ([^|>\s][^#\
 def _str_repr(dumper: Any, s: str) -> yaml.ScalarNode:
     # Multi-line strings as literal blocks, the way people and controller-gen write them.
     if "\n" in s and not any(line != line.rstrip() for line in s.split("\n")):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", s)
+        block: yaml.ScalarNode = dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")
+        return block
+    plain: yaml.ScalarNode = dumper.represent_scalar("tag:yaml.org,2002:str", s)
+    return plain
 
 
 class HumanDumper(yaml.SafeDumper):
@@ -49,7 +50,7 @@ class HumanDumper(yaml.SafeDumper):
         return True  # shared dicts must not turn into PyYAML's `&id001` anchors
 
 
-class VendorDumper(yaml.CSafeDumper):  # type: ignore[misc]
+class VendorDumper(yaml.CSafeDumper):
     """libyaml emitter (fast) with kubectl/controller-gen layout: indentless sequences."""
 
     def ignore_aliases(self, data: Any) -> bool:

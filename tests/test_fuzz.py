@@ -31,10 +31,11 @@ import json
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, note, settings
@@ -45,9 +46,9 @@ from auditor.config_files import load_schema
 from auditor.errors import InputError
 from auditor.kinds import split_gk
 from auditor.model import Finding, K8sObject, ObjectRef, RuleStatus, Severity, Source
+from auditor.parsing import yaml_docs
 from auditor.posture import Posture
 from auditor.report import FORMATS, renderer
-from auditor.parsing import yaml_docs
 from auditor.sources.files import ReadLimits, read_paths
 from auditor.testing import explain_examples
 from tests.conftest import AS_OF, FIXTURES, run_cli
@@ -64,7 +65,7 @@ EXCEPTIONS_VALIDATOR = jsonschema.Draft202012Validator(
 )
 
 
-def _templates() -> list[dict]:
+def _templates() -> list[dict[str, Any]]:
     """Realistic objects: the fuzz templates, every rule's examples, the bundled dumps."""
     texts = [(FIXTURES / "fuzz" / "templates.yaml").read_text(encoding="utf-8")]
     for rule in RULE_SET.rules:
@@ -103,7 +104,8 @@ TEMPLATES = _templates()
 # The objects most rules need before they judge anything (else they are not-run).
 BASELINE = [
     t for t in TEMPLATES
-    if (t.get("kind"), t.get("metadata", {}).get("name")) in {("ConfigMap", "cilium-config"), ("NetworkPolicy", "default-deny")}
+    if (t.get("kind"), t.get("metadata", {}).get("name"))
+    in {("ConfigMap", "cilium-config"), ("NetworkPolicy", "default-deny")}
 ]
 
 # --- junk values -----------------------------------------------------------------
@@ -181,7 +183,7 @@ def _swap(value: Any) -> Any:
     return {}
 
 
-def _paths(value: Any, path: tuple = ()) -> list[tuple]:
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every node of `value`, as a path of keys and indexes (the root is `()`)."""
     found = [path]
     if isinstance(value, dict):
@@ -194,10 +196,10 @@ def _paths(value: Any, path: tuple = ()) -> list[tuple]:
 
 
 # Templates are copied through JSON (C speed) and their node paths listed once.
-_TEMPLATE_CACHE: dict[int, tuple[str, list[tuple], list[tuple]]] = {}
+_TEMPLATE_CACHE: dict[int, tuple[str, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
 
 
-def _template_parts(template: dict) -> tuple[str, list[tuple], list[tuple]]:
+def _template_parts(template: dict[str, Any]) -> tuple[str, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     key = id(template)
     if key not in _TEMPLATE_CACHE:
         text = json.dumps(template, default=str)
@@ -221,7 +223,7 @@ def _child(node: Any, step: Any) -> Any:
     return _MISSING
 
 
-def _replace(document: Any, path: tuple, make) -> Any:
+def _replace(document: Any, path: tuple[Any, ...], make: Callable[[Any], Any]) -> Any:
     """`document` with the node at `path` replaced by `make(old)` (or removed for `_DELETE`)."""
     if not path:
         return make(document)
@@ -246,7 +248,7 @@ MUTATIONS = st.integers(min_value=0, max_value=7)
 
 
 @st.composite
-def mutated(draw, template: Any) -> Any:
+def mutated(draw: st.DrawFn, template: Any) -> Any:
     """`template` with a few nodes broken: replaced by junk, `null`, another type, deep junk,
     wrapped in a list, deleted, or given an extra field. Shrinks towards no change.
 
@@ -268,7 +270,7 @@ def mutated(draw, template: Any) -> Any:
         operation = draw(MUTATIONS)
         if operation == 0:
             junk = draw(JUNK)
-            document = _replace(document, path, lambda old: junk)
+            document = _replace(document, path, lambda old, junk=junk: junk)  # type: ignore[misc]
         elif operation == 1:
             document = _replace(document, path, lambda old: None)
         elif operation == 2:
@@ -277,13 +279,13 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, lambda old: _DELETE)
         elif operation == 4:
             deep = draw(DEEP_JUNK)
-            document = _replace(document, path, lambda old: deep)
+            document = _replace(document, path, lambda old, deep=deep: deep)  # type: ignore[misc]
         elif operation == 5:
             document = _replace(document, path, lambda old: [old])
         elif operation == 6:
             field, junk = draw(FIELD_NAMES), draw(JUNK)
 
-            def add_field(old: Any) -> Any:
+            def add_field(old: Any, field: Any = field, junk: Any = junk) -> Any:
                 if isinstance(old, dict):
                     old[field] = junk
                 elif isinstance(old, list):
@@ -293,14 +295,14 @@ def mutated(draw, template: Any) -> Any:
             document = _replace(document, path, add_field)
         else:
             scalar = draw(SCALARS)
-            document = _replace(document, path, lambda old: scalar)
+            document = _replace(document, path, lambda old, scalar=scalar: scalar)  # type: ignore[misc]
     return document
 
 
 @st.composite
-def documents(draw, max_objects: int = 6) -> list[Any]:
+def documents(draw: st.DrawFn, max_objects: int = 6) -> list[Any]:
     """Objects of a snapshot: mutated templates, sometimes the baseline, sometimes plain junk."""
-    docs = []
+    docs: list[Any] = []
     if draw(st.booleans()):
         docs.extend(draw(mutated(t)) for t in BASELINE)
     count = draw(st.integers(min_value=1, max_value=max_objects))
@@ -309,7 +311,8 @@ def documents(draw, max_objects: int = 6) -> list[Any]:
         if kind == 19:
             docs.append(draw(JUNK))  # not an object at all
         elif kind == 18:  # a nested List
-            docs.append({"apiVersion": "v1", "kind": "List", "items": [draw(mutated(draw(st.sampled_from(TEMPLATES))))]})
+            item = draw(mutated(draw(st.sampled_from(TEMPLATES))))
+            docs.append({"apiVersion": "v1", "kind": "List", "items": [item]})
         else:
             docs.append(draw(mutated(draw(st.sampled_from(TEMPLATES)))))
     return [d for d in docs if d is not _DELETE]
@@ -324,7 +327,7 @@ def to_yaml(docs: list[Any], unicode_ok: bool) -> str:
 
 
 @st.composite
-def inputs(draw, max_objects: int = 6) -> tuple[str, str]:
+def inputs(draw: st.DrawFn, max_objects: int = 6) -> tuple[str, str]:
     """(file suffix, text) of a JSON List or a multi-document YAML stream."""
     docs = draw(documents(max_objects))
     if draw(st.booleans()):
@@ -350,7 +353,8 @@ MATCHES = st.fixed_dictionaries(
         "namespace": GLOBS,
         "name": GLOBS,
         "labels": st.dictionaries(
-            st.one_of(st.sampled_from(["app", "lb", "app.kubernetes.io/name", "gateway.networking.k8s.io/gateway-name"]),
+            st.one_of(st.sampled_from(["app", "lb", "app.kubernetes.io/name",
+                                       "gateway.networking.k8s.io/gateway-name"]),
                       st.text(max_size=8)),
             GLOBS, min_size=1, max_size=3),
     },
@@ -378,13 +382,13 @@ AS_OF_DATES = st.one_of(st.just(AS_OF), st.dates(min_value=dt.date(2000, 1, 1), 
 
 
 @pytest.fixture(scope="module")
-def workdir():
+def workdir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="audit-fuzz-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
 
-def load_exceptions(workdir: Path, doc: dict) -> exceptions_list.ExceptionList:
+def load_exceptions(workdir: Path, doc: dict[str, Any]) -> exceptions_list.ExceptionList:
     """Write `doc`, check it is schema-valid, and load it: a valid list always loads."""
     EXCEPTIONS_VALIDATOR.validate(doc)
     path = workdir / "exceptions.yaml"
@@ -448,7 +452,7 @@ def test_mutated_objects_never_crash_loader_rules_or_reports(workdir: Path, data
 
 @given(data=inputs(max_objects=5), exception_doc=EXCEPTION_DOCS, as_of=AS_OF_DATES,
        fail_on=st.sampled_from(list(Severity)), require_complete=st.booleans())
-def test_random_exception_lists_apply_cleanly(workdir: Path, data: tuple[str, str], exception_doc: dict,
+def test_random_exception_lists_apply_cleanly(workdir: Path, data: tuple[str, str], exception_doc: dict[str, Any],
                                               as_of: dt.date, fail_on: Severity, require_complete: bool) -> None:
     exceptions = load_exceptions(workdir, exception_doc)
     suffix, text = data
@@ -472,15 +476,17 @@ LABELS = st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.none()
                          max_size=4)
 
 
-@given(exception_doc=EXCEPTION_DOCS, refs=st.lists(st.tuples(st.sampled_from(RULE_IDS), OBJECT_REFS, LABELS), max_size=8),
+@given(exception_doc=EXCEPTION_DOCS,
+       refs=st.lists(st.tuples(st.sampled_from(RULE_IDS), OBJECT_REFS, LABELS), max_size=8),
        as_of=AS_OF_DATES)
-def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict, refs: list, as_of: dt.date) -> None:
+def test_exception_matcher_on_arbitrary_findings(workdir: Path, exception_doc: dict[str, Any], refs: list[Any],
+                                                 as_of: dt.date) -> None:
     """The matcher alone: any finding, any labels (even of wrong types), any schema-valid list."""
     exceptions = load_exceptions(workdir, exception_doc)
     matcher = exceptions_list.ExceptionMatcher(exceptions, as_of)
     for rule_id, ref, labels in refs:
         finding = Finding(object=ref, message="m", source=Source("x.yaml", 1), rule=rule_id)
-        entry = matcher.apply(finding, lambda _finding, labels=labels: labels)
+        entry = matcher.apply(finding, lambda _finding, labels=labels: labels)  # type: ignore[misc]
         if entry is not None:
             assert rule_id in entry.rules and not entry.expired(as_of)
     usage = matcher.usage(set(RULE_IDS))
@@ -507,14 +513,14 @@ JSON_TOKENS = st.sampled_from([
 
 
 @st.composite
-def token_soup(draw) -> tuple[str, str]:
+def token_soup(draw: st.DrawFn) -> tuple[str, str]:
     if draw(st.booleans()):
         return ".yaml", "".join(draw(st.lists(YAML_TOKENS, max_size=40)))
     return ".json", "".join(draw(st.lists(JSON_TOKENS, max_size=40)))
 
 
 @st.composite
-def corrupted(draw) -> tuple[str, str]:
+def corrupted(draw: st.DrawFn) -> tuple[str, str]:
     """A valid input with a few characters inserted, deleted or replaced."""
     suffix, text = draw(inputs(max_objects=3))
     for _ in range(draw(st.integers(min_value=1, max_value=4))):
@@ -526,7 +532,8 @@ def corrupted(draw) -> tuple[str, str]:
 
 
 @given(data=st.one_of(token_soup(), corrupted()), suffix=st.sampled_from([None, ".yaml", ".json", ".yml", ".txt"]))
-def test_arbitrary_text_is_read_or_refused_in_one_line(workdir: Path, data: tuple[str, str], suffix: str | None) -> None:
+def test_arbitrary_text_is_read_or_refused_in_one_line(workdir: Path, data: tuple[str, str],
+                                                        suffix: str | None) -> None:
     """Near-YAML/JSON text: a snapshot or one line naming the file; what loads audits without a crash."""
     default_suffix, text = data
     audit_through_pipeline(workdir, suffix or default_suffix, text, NO_EXCEPTIONS)
@@ -553,7 +560,7 @@ BOMB_STYLES = st.sampled_from(["flow-json", "flow", "block", "merge"])
 
 
 @st.composite
-def alias_bombs(draw) -> str:
+def alias_bombs(draw: st.DrawFn) -> str:
     """A billion-laughs document, anchors placed after every separator YAML allows."""
     depth = draw(st.integers(min_value=8, max_value=10))  # width ** depth: over a million nodes
     width = draw(st.integers(min_value=6, max_value=10))
@@ -569,7 +576,11 @@ def alias_bombs(draw) -> str:
             merged = ", ".join([f"*b{i - 1}"] * 2)
             lines.append(f"b{i}: &b{i} {{<<: [{merged}], k{i}: v}}")
         return "\n".join(lines) + "\n"
-    key = (lambda i: f'"l{i}"') if style == "flow-json" else (lambda i: f"l{i}")
+    quote = '"' if style == "flow-json" else ""
+
+    def key(index: int) -> str:
+        return f"{quote}l{index}{quote}"
+
     parts = [f"{key(0)}{sep}&l0 [{', '.join(['lol'] * width)}]"]
     parts += [f"{key(i)}{sep}&l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, depth)]
     return "{" + ", ".join(parts) + "}\n"
@@ -581,7 +592,8 @@ def test_alias_bombs_are_refused_however_written(text: str) -> None:
         list(yaml_docs.iter_documents(text))
 
 
-ANCHOR_SOUP = st.lists(st.one_of(YAML_TOKENS, st.sampled_from(["&x", "&x ", "*x", ":&x", '"k":&x ', "'k':&x ", "\ufeff&x "])),
+ANCHOR_SOUP = st.lists(st.one_of(YAML_TOKENS,
+                                 st.sampled_from(["&x", "&x ", "*x", ":&x", '"k":&x ', "'k':&x ", "\ufeff&x "])),
                        max_size=30).map("".join)
 
 
@@ -590,7 +602,7 @@ def test_anchor_precheck_never_misses_an_anchor_libyaml_sees(text: str) -> None:
     """The alias-expansion walk only runs when a regex sees an anchor: it must see every one libyaml sees."""
     events = []
     try:
-        for event in yaml.parse(text, Loader=yaml_docs._BaseLoader):
+        for event in yaml.parse(text, Loader=yaml_docs._BaseLoader):  # type: ignore[attr-defined]
             events.append(event)  # documents before a syntax error are still read
     except yaml.YAMLError:
         pass
@@ -610,15 +622,138 @@ def test_anchor_detection_regressions(text: str) -> None:
         list(yaml_docs.iter_documents(text, max_alias_expansion=0))
 
 
+# --- merge keys (issue 10.1) -------------------------------------------------------------------
+#
+# A mapping is a list of entries: an explicit key, or a merge of base
+# mappings (by alias or written inline). Bases may merge earlier bases.
+# Every scalar value is unique, so "the same value" means "the same node".
+# The model below is kubectl's reading (go-yaml v2: pairs applied in the
+# order written, `<<: [a, b]` applied b then a); where kustomize/Flux
+# (go-yaml v3: explicit keys always win) would read the mapping otherwise,
+# the loader must refuse it.
+
+MERGE_KEYS = st.sampled_from(["type", "a", "b", "c", "port"])
+
+
+@st.composite
+def merge_documents(draw: st.DrawFn) -> tuple[str, dict[str, Any] | None]:
+    """(YAML text, the `spec` kubectl reads), or (text, None) when kubectl and kustomize read it apart."""
+    counter = iter(range(10_000))
+    bases: list[tuple[str, list[Any]]] = []  # (anchor, entries)
+
+    def entries(known_bases: int) -> list[Any]:
+        out: list[Any] = []
+        used: set[str] = set()
+        merged = False
+        for _ in range(draw(st.integers(min_value=0, max_value=4))):
+            if known_bases and not merged and draw(st.booleans()):
+                refs = draw(st.lists(st.integers(min_value=0, max_value=known_bases - 1), min_size=1, max_size=3))
+                sources: list[Any] = [("alias", ref) for ref in refs]
+                if draw(st.booleans()):  # a mapping written inline in the merge
+                    inline = [("key", key, f"v{next(counter)}")
+                              for key in draw(st.lists(MERGE_KEYS, max_size=2, unique=True))]
+                    sources.insert(draw(st.integers(min_value=0, max_value=len(sources))), ("inline", inline))
+                out.append(("merge", sources, draw(st.booleans())))  # as a list, or a single mapping
+                merged = True  # one `<<` per mapping: kustomize refuses a second
+            else:
+                free = [key for key in ("type", "a", "b", "c", "port") if key not in used]
+                if not free:
+                    break
+                key = draw(st.sampled_from(free))
+                used.add(key)
+                out.append(("key", key, f"v{next(counter)}"))
+        return out
+
+    for index in range(draw(st.integers(min_value=1, max_value=4))):
+        bases.append((f"b{index}", entries(index)))
+    spec = entries(len(bases))
+
+    def render(items: list[Any]) -> str:
+        parts = []
+        for entry in items:
+            if entry[0] == "key":
+                parts.append(f"{entry[1]}: {entry[2]}")
+                continue
+            sources, as_list = entry[1], entry[2]
+            rendered = [f"*{bases[s][0]}" if kind == "alias" else "{" + render(s) + "}" for kind, s in sources]
+            parts.append("<<: " + ("[" + ", ".join(rendered) + "]" if as_list or len(rendered) > 1 else rendered[0]))
+        return ", ".join(parts)
+
+    def flatten(items: list[Any]) -> tuple[dict[str, Any], bool]:
+        """kubectl's reading of a mapping, and whether kustomize would read it otherwise."""
+        result: dict[str, Any] = {}
+        apart = False
+        for entry in items:
+            if entry[0] == "key":
+                result[entry[1]] = entry[2]
+                continue
+            merged: dict[str, Any] = {}
+            for kind, source in reversed(entry[1]):
+                value, inner_apart = flatten(bases[source][1] if kind == "alias" else source)
+                apart = apart or inner_apart
+                merged.update(value)
+            for key, value in merged.items():
+                if key in result and result[key] != value:  # a merge after the key overrides it
+                    apart = True
+                result[key] = value
+        return result, apart
+
+    expected, apart = flatten(spec)
+    # Every base is a value of the document too, read (and judged) on its own.
+    apart = apart or any(flatten(items)[1] for _, items in bases)
+    lines = [f"{name}: &{name} {{{render(items)}}}" for name, items in bases]
+    lines.append(f"spec: {{{render(spec)}}}")
+    return "\n".join(lines) + "\n", None if apart else expected
+
+
+@given(case=merge_documents())
+def test_merge_keys_read_as_kubectl_reads_them(case: tuple[str, dict[str, Any] | None]) -> None:
+    text, expected = case
+    note(text)
+    if expected is None:
+        with pytest.raises(yaml_docs.YAMLInputError, match="merge key overrides"):
+            list(yaml_docs.iter_documents(text))
+        return
+    (document,) = list(yaml_docs.iter_documents(text))
+    assert document.data["spec"] == expected
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@settings(max_examples=max(4, settings().max_examples // 5), deadline=None)
+@given(case=merge_documents().filter(lambda case: case[1] is not None))
+def test_merge_key_model_is_kubectls(case: tuple[str, dict[str, Any] | None]) -> None:
+    """The model above against kubectl itself (`kubectl label --local` decodes as `kubectl apply` does)."""
+    import subprocess
+
+    text, expected = case
+    note(text)
+    assert KUBECTL is not None
+    with tempfile.TemporaryDirectory(prefix="audit-merge-") as tmp:
+        path = Path(tmp) / "thing.yaml"
+        body = "".join(f"  {line}\n" for line in text.splitlines())
+        path.write_text(f"apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n{body}",
+                        encoding="utf-8")
+        done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "x=y", "-o", "json"], capture_output=True,
+                              text=True, timeout=60, env={"KUBECONFIG": "/dev/null", "PATH": "/usr/bin"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["spec"]["spec"] == expected
+
+
 @pytest.mark.parametrize("text, problem", [
     ("x: !!bool maybe\n", "invalid boolean"),
     ("x: !!int 0x\n", "invalid integer"),
     ('x: !!int ""\n', "invalid integer"),
     ("x: !!float abc\n", "invalid float"),
-    ("x: 0x" + "f" * 4000 + "\n", "integer too large"),
-    ("x: 0b" + "1" * 15_000 + "\n", "integer too large"),
-    ("x: " + "1" * 5000 + "\n", "integer too large"),
-    ("x: 1" + ":1" * 100_000 + "\n", "integer too large"),  # sexagesimal: quadratic to convert
+    # Issue 9.2: plain scalars now resolve as go-yaml does (kubectl reads a
+    # 4,000-digit hex number or `1:1:1...` as a string), so only explicit
+    # tags can still ask for an integer that cannot be one.
+    ("x: !!int 0x" + "f" * 4000 + "\n", "integer too large"),
+    ("x: !!int 0b" + "1" * 15_000 + "\n", "integer too large"),
+    ("x: !!int " + "1" * 5000 + "\n", "integer too large"),
+    ("x: !!int 1" + ":1" * 100_000 + "\n", "invalid integer"),  # sexagesimal: kubectl has none
 ])
 def test_yaml_scalars_that_crashed_the_constructor(text: str, problem: str) -> None:
     with pytest.raises(yaml_docs.YAMLInputError, match=problem) as caught:
@@ -667,7 +802,7 @@ OPTION_SETS = st.fixed_dictionaries({
 @settings(max_examples=CLI_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                             HealthCheck.large_base_example])
 @given(data=st.one_of(inputs(max_objects=5), corrupted(), token_soup()), options=OPTION_SETS)
-def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict) -> None:
+def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict[str, Any]) -> None:
     suffix, text = data
     with tempfile.TemporaryDirectory(prefix="audit-fuzz-cli-") as tmp:
         tmp_path = Path(tmp)
@@ -721,6 +856,7 @@ def test_snapshot_header_with_a_malformed_state_is_refused(workdir: Path, state:
     path = workdir / "snapshot.yaml"
     path.write_text(f"apiVersion: v1\nkind: List\nauditSnapshot:\n  formatVersion: 1\n  kinds:\n"
                     f"    \"Service\\nx\":\n      state: {state}\nitems: []\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"snapshot header auditSnapshot: kinds\.Service\\nx: state must be one of") as caught:
+    message = r"snapshot header auditSnapshot: kinds\.Service\\nx: state must be one of"
+    with pytest.raises(InputError, match=message) as caught:
         read_paths([str(path)])
     check_input_error(caught.value, str(path))

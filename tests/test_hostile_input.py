@@ -638,12 +638,12 @@ def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports:
     ("values.yaml", b"replicaCount: 2\nimage: {tag: v1}\n", ": no Kubernetes objects found (1 documents ignored"),
     ("bigint.json", b'{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"ports": [{"port": '
      + b"9" * 5000 + b"}]}}", ":1: invalid JSON: integer too large"),
-    ("hexint.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 0x"
+    ("hexint.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: !!int 0x"
      + b"f" * 4000 + b"}]}\n",
      ":4: invalid YAML: integer too large"),
-    ("sexagesimal.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 1"
+    ("sexagesimal.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: !!int 1"
      + b":1" * 300_000
-     + b"}]}\n", ":4: invalid YAML: integer too large"),
+     + b"}]}\n", ":4: invalid YAML: invalid integer '1:1:1"),
     ("badbool.yaml", b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\n"
      b"spec: {publishNotReadyAddresses: !!bool maybe}\n",
      ":4: invalid YAML: invalid boolean 'maybe'"),

@@ -49,8 +49,8 @@ class HelmValues:
     # empty for a values file.
     provenance: dict[ValuesPath, str] = field(default_factory=dict)
     default_label: str = ""
-    # Line of every node of a values file, by key path.
-    lines: dict[ValuesPath, int] = field(default_factory=dict)
+    # Line of every node of a values file, by key path (auditor.parsing.yaml_docs.NodeLines).
+    lines: Mapping[ValuesPath, int] = field(default_factory=dict)
     chart_version: str | None = None
     # False when values come from elsewhere too (Flux valuesFrom, Argo CD
     # valueFiles): a key absent here may then be set there.

@@ -38,6 +38,8 @@ def stdin_is_closed() -> bool:
               help="Refuse YAML documents whose aliases add more nodes than this.")
 @click.option("--max-yaml-nodes", type=click.IntRange(min=1), default=2_000_000, show_default=True,
               help="Refuse YAML files that would build more nodes than this (estimated before parsing).")
+@click.option("--max-json-nodes", type=click.IntRange(min=1), default=14_000_000, show_default=True,
+              help="Refuse JSON files that could hold more values than this (estimated before parsing).")
 @click.option("--allow-no-objects", is_flag=True,
               help="Input without any Kubernetes object is not an error: every rule is then not-run "
                    "(for pre-commit runs on commits that change only other YAML).")
@@ -46,7 +48,8 @@ def stdin_is_closed() -> bool:
                    "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
 @click.pass_context
 def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
-         max_alias_expansion: int, max_yaml_nodes: int, allow_no_objects: bool, cilium_values: tuple[str, ...]) -> None:
+         max_alias_expansion: int, max_yaml_nodes: int, max_json_nodes: int, allow_no_objects: bool,
+         cilium_values: tuple[str, ...]) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
@@ -62,8 +65,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     prepared = prepare(options)
     values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
-                        max_yaml_nodes=max_yaml_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects)
+                        max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
     snapshot.cilium_values = values_files

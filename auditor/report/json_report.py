@@ -37,6 +37,8 @@ def finding_dict(finding: Finding, remediation: str | None = None) -> dict[str, 
         out["file"] = finding.source.path
         if finding.source.line:
             out["line"] = finding.source.line
+            if finding.source.column:
+                out["column"] = finding.source.column
     if finding.cluster:
         out["cluster"] = finding.cluster
     if finding.exception is not None:

@@ -165,6 +165,8 @@ def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: 
         location["physicalLocation"] = {"artifactLocation": artifact_location(source.path, base)}
         if source.line:
             location["physicalLocation"]["region"] = {"startLine": source.line}
+            if source.column:
+                location["physicalLocation"]["region"]["startColumn"] = source.column
     location["logicalLocations"] = [logical]
     out: dict[str, Any] = {
         "ruleId": finding.rule,

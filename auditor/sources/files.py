@@ -9,18 +9,33 @@ raised from the command line.
 from __future__ import annotations
 
 import codecs
+import functools
+import gc
+import json
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from auditor.errors import InputError
 from auditor.model import IgnoredDocument, K8sObject, Source
+from auditor.parsing.json_docs import (
+    DEFAULT_MAX_JSON_NODES,
+    JSONInputError,
+    load_json,
+    load_json_bytes,
+)
+from auditor.parsing.yaml_docs import (
+    DEFAULT_MAX_ALIAS_EXPANSION,
+    DEFAULT_MAX_NODES,
+    YAMLInputError,
+    YAMLProblem,
+    iter_documents,
+)
 from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
-from auditor.parsing.json_docs import JSONInputError, load_json
-from auditor.parsing.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, DEFAULT_MAX_NODES, YAMLInputError, iter_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
@@ -34,6 +49,7 @@ class ReadLimits:
     max_files: int = 50_000
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
     max_yaml_nodes: int = DEFAULT_MAX_NODES
+    max_json_nodes: int = DEFAULT_MAX_JSON_NODES
 
 
 @dataclass
@@ -41,6 +57,15 @@ class _Collected:
     objects: list[K8sObject] = field(default_factory=list)
     ignored: list[IgnoredDocument] = field(default_factory=list)
     header: snapshot_header.SnapshotHeader | None = None
+    sources: dict[int, Source] = field(default_factory=dict)  # of ignored documents, by line (one file)
+
+    def merge(self, other: _Collected) -> None:
+        self.objects.extend(other.objects)
+        self.ignored.extend(other.ignored)
+        if other.header is not None:
+            if self.header is not None:
+                raise InputError(f"{other.header.path}: a second snapshot header (audit one snapshot at a time)")
+            self.header = other.header
 
 
 # --- finding the files ------------------------------------------------------
@@ -83,6 +108,10 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, Ignore
                     yield path, IgnoredDocument(
                         Source(path), "Helm chart templates (render them: helm template … | audit -)"
                     )
+                    continue
+                if entry.name == "templates" and "tasks" in names:
+                    # An Ansible role (roles/NAME/{tasks,templates,...}): Jinja templates, not YAML yet.
+                    yield path, IgnoredDocument(Source(path), "Ansible role templates (Jinja: render them first)")
                     continue
                 subdirs.append(path)
             elif entry.name.endswith(MANIFEST_SUFFIXES):
@@ -130,8 +159,8 @@ def _read_bytes(stream: BinaryIO, name: str, limit: int) -> bytes:
 
 
 def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
     return "a special file"
@@ -148,10 +177,12 @@ def _read_file(path: str, limits: ReadLimits, explicit: bool = True) -> bytes:
             if stat.S_ISDIR(info.st_mode):
                 raise InputError(f"{path}: is a folder")
             if not explicit and not stat.S_ISREG(info.st_mode):
-                raise InputError(f"{path}: {_file_type(info.st_mode)}, not a regular file (only regular files are read in a folder)")
+                raise InputError(f"{path}: {_file_type(info.st_mode)}, not a regular file "
+                                 "(only regular files are read in a folder)")
             if stat.S_ISREG(info.st_mode) and info.st_size > limits.max_file_bytes:
                 raise InputError(
-                    f"{path}: {info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit (see --max-file-bytes)"
+                    f"{path}: {info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit "
+                    "(see --max-file-bytes)"
                 )
             return _read_bytes(stream, path, limits.max_file_bytes)
     except OSError as error:
@@ -172,33 +203,68 @@ def _decode(data: bytes, name: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise InputError.at(name, line, f"not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})") from None
+        problem = f"not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
+        raise InputError.at(name, line, problem) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _looks_like_json(name: str, text: str) -> bool:
+def _looks_like_json(name: str, data: bytes) -> bool:
     if name.endswith(".json"):
         return True
     if name.endswith((".yaml", ".yml")):
         return False
-    stripped = text.lstrip()
-    return stripped.startswith(("{", "["))
+    stripped = data[:4096].lstrip(b" \t\r\n")
+    return stripped.startswith((b"{", b"[", codecs.BOM_UTF8 + b"{", codecs.BOM_UTF8 + b"["))
 
 
-def _documents(name: str, text: str, limits: ReadLimits) -> Iterator[tuple[Any, int, list[int]]]:
-    if _looks_like_json(name, text):
-        try:
+@dataclass(slots=True)
+class _Document:
+    """One parsed document and where it and its List items are."""
+
+    data: Any
+    line: int
+    item_lines: list[int]
+    item_columns: list[int] = field(default_factory=list)
+    problems: list[YAMLProblem] = field(default_factory=list)
+
+
+def _json_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    raw = holder.pop()  # the only reference now: freed as soon as this is done with it
+    if b"\x00" in raw:
+        _refuse_binary(raw, name)
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        # Checks the value budget itself: for an indented List while reading it, saving three passes.
+        document = load_json_bytes(raw, limits.max_json_nodes)
+        if document is None:
+            text = _decode(raw, name)
+            del raw  # free the bytes before the objects are built
             document = load_json(text)
-        except JSONInputError as error:
-            raise InputError.at(name, error.line, error.problem) from None
-        yield document.data, document.line, document.item_lines
-        return
+            del text
+        else:
+            del raw
+    except JSONInputError as error:
+        raise InputError.at(name, error.line, error.problem) from None
+    yield _Document(document.data, document.line, document.item_lines, document.item_columns)
+
+
+def _yaml_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    text = _decode(holder.pop(), name)  # the bytes are freed once decoded
     try:
         for document in iter_documents(text, max_alias_expansion=limits.max_alias_expansion,
-                                       max_nodes=limits.max_yaml_nodes):
-            yield document.data, document.line, document.item_lines
+                                       max_nodes=limits.max_yaml_nodes, collect_problems=True):
+            columns = document.item_columns if len(set(document.item_lines)) != len(document.item_lines) else []
+            yield _Document(document.data, document.line, document.item_lines, columns, document.problems)
     except YAMLInputError as error:
         raise InputError.at(name, error.line, error.problem) from None
+
+
+def _documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
+    """The documents of the bytes in `holder`, which the parser takes out (so it alone can free them)."""
+    if _looks_like_json(name, holder[0][:4096]):
+        return _json_documents(name, holder, limits)
+    return _yaml_documents(name, holder, limits)
 
 
 # --- turning documents into objects -------------------------------------------------
@@ -213,47 +279,117 @@ def _is_list(document: Any) -> bool:
     )
 
 
-def _add_document(out: _Collected, name: str, document: Any, line: int, item_lines: list[int]) -> None:
-    if not _is_list(document):
-        problem = K8sObject.identity_problem(document)
-        if problem is None:
-            out.objects.append(K8sObject(document, Source(name, line)))
-        else:
-            out.ignored.append(IgnoredDocument(Source(name, line), f"not a Kubernetes object ({problem})"))
+def _is_manifest(document: Any) -> bool:
+    """A document written for the Kubernetes API (string `apiVersion` and `kind`), named or not."""
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("apiVersion"), str)
+        and isinstance(document.get("kind"), str)
+    )
+
+
+GENERATED_NAME = "{prefix}<generated-{digest}>"
+
+
+def _with_generated_name(raw: Any) -> Any:
+    """An object with `metadata.generateName` and no name, named for the audit.
+
+    `kubectl create` lets the API server complete the name (`web-` becomes
+    `web-x7k2p`), so the manifest is still an object that will exist: audited
+    as `web-<generated-3f2a9c0d>`. The suffix is the start of a SHA-256 of the
+    object as read (canonical JSON), so it is the same on every run and for
+    every copy of the file, tells two such objects apart, and cannot clash
+    with a real name (`<` is not allowed in Kubernetes names). Exception
+    entries match it like any name (`name: web-*`).
+    """
+    if not isinstance(raw, dict):
+        return raw
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name"):
+        return raw
+    prefix = meta.get("generateName")
+    if not isinstance(prefix, str) or not prefix:
+        return raw
+    import hashlib  # only for these rare objects: not at start-up
+
+    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str, allow_nan=True)
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return {**raw, "metadata": {**meta, "name": GENERATED_NAME.format(prefix=prefix, digest=digest)}}
+
+
+def _add_object(out: _Collected, raw: Any, name: str, line: int, column: int | None, what: str) -> None:
+    meta = raw.get("metadata") if type(raw) is dict else None
+    if type(meta) is not dict or not meta.get("name"):  # the rare unnamed object: maybe a generateName one
+        raw = _with_generated_name(raw)
+    problem = K8sObject.identity_problem(raw)
+    if problem is None:
+        out.objects.append(K8sObject(raw, Source(name, line, column)))
         return
-    header = snapshot_header.parse(document, name)
+    # A List of a million non-objects is a million entries: each shares its
+    # reason's text and its line's Source (no column: only counted, never shown).
+    source = out.sources.get(line)
+    if source is None:
+        source = out.sources[line] = Source(name, line)
+    out.ignored.append(IgnoredDocument(source, sys.intern(f"{what} ({problem})")))
+
+
+def _add_document(out: _Collected, name: str, document: _Document, header_allowed: bool) -> None:
+    data, line = document.data, document.line
+    if document.problems:
+        first = min(document.problems, key=lambda p: p.line)
+        if _is_manifest(data):
+            # Broken manifests stay an error of the run for now; the seam for
+            # listing them as input problems instead is `on_file_error`.
+            detail = " in a Kubernetes manifest (kubectl would send the bare value)" if first.kind == "tag" else ""
+            raise InputError.at(name, first.line, first.problem + detail)
+        # A tool's config file (recyclarr, mkdocs, Taskfile) with its own tags: never a Kubernetes object.
+        reason = f"not a Kubernetes manifest: {first.problem} at line {first.line}"
+        out.ignored.append(IgnoredDocument(Source(name, line), reason))
+        return
+    if not _is_list(data):
+        _add_object(out, data, name, line, None, "not a Kubernetes object")
+        return
+    header = snapshot_header.parse(data, name) if header_allowed else None
     if header is not None:
         if out.header is not None:
             raise InputError.at(name, line, "a second snapshot header (audit one snapshot at a time)")
         out.header = header
+    _add_items(out, name, data, line, document.item_lines, document.item_columns)
+
+
+def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, item_lines: list[int],
+               item_columns: list[int]) -> None:
     # A typed list read straight from the API (`ServiceList`) leaves kind and
     # apiVersion out of its items; they are the list's.
     item_kind = document["kind"][: -len("List")]
     list_api_version = document.get("apiVersion")
     for index, item in enumerate(document["items"]):
         item_line = item_lines[index] if index < len(item_lines) else line
+        column = item_columns[index] if index < len(item_columns) else None
         if isinstance(item, dict) and item_kind and "kind" not in item:
             item = {"kind": item_kind, "apiVersion": list_api_version, **item}
         if _is_list(item):
-            _add_document(out, name, item, item_line, [])
+            _add_items(out, name, item, item_line, [], [])
             continue
-        problem = K8sObject.identity_problem(item)
-        if problem is None:
-            out.objects.append(K8sObject(item, Source(name, item_line)))
-        else:
-            out.ignored.append(IgnoredDocument(Source(name, item_line), f"list item is not a Kubernetes object ({problem})"))
+        _add_object(out, item, name, item_line, column, "list item is not a Kubernetes object")
 
 
-def _read_one(out: _Collected, name: str, data: bytes, limits: ReadLimits, explicit: bool) -> None:
-    text = _decode(data, name)
+def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool) -> _Collected:
+    """Everything one file holds, or `InputError`: a broken file never contributes half its objects."""
+    out = _Collected()
+    # The bytes are handed over in a holder the parser empties: no other
+    # reference keeps them (or the decoded text) alive while objects are built.
+    holder = [read()]
     found = False
-    for document, line, item_lines in _documents(name, text, limits):
+    for document in _documents(name, holder, limits):
         found = True
-        _add_document(out, name, document, line, item_lines)
+        # Only a snapshot given as the input itself is a snapshot; one found in a folder is a List.
+        _add_document(out, name, document, header_allowed=explicit)
     if not found:
         if explicit:
             raise InputError(f"{name}: empty (no YAML or JSON document)")
         out.ignored.append(IgnoredDocument(Source(name), "empty file"))
+    return out
 
 
 def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, bool, IgnoredDocument | None]]:
@@ -276,7 +412,9 @@ def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, boo
 
 
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
-               allow_no_objects: bool = False) -> Snapshot:
+               allow_no_objects: bool = False,
+               on_file_error: Callable[[str, InputError], None] | None = None,
+               freeze: bool = False) -> Snapshot:
     """Read every path into one snapshot, or raise `InputError` naming what is wrong.
 
     Input without any Kubernetes object is an error (a mistyped path, a Helm
@@ -288,15 +426,41 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     if paths.count(STDIN) > 1:
         raise InputError("standard input (-) can be read only once")
     out = _Collected()
-    for path, explicit, skipped in _expand(paths, limits):
-        if skipped is not None:
-            out.ignored.append(skipped)
-            continue
-        if path == STDIN:
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            _read_one(out, STDIN_NAME, _read_bytes(stream, STDIN_NAME, limits.max_file_bytes), limits, True)
-        else:
-            _read_one(out, path, _read_file(path, limits, explicit), limits, explicit)
+    # Parsing builds millions of dicts and lists and creates no reference
+    # cycles: the cyclic collector would spend more than half the read
+    # traversing them (issue 15), so it is off while reading. With `freeze`
+    # (the command line, a process that ends with the run) what was read is
+    # then moved out of its view (gc.freeze) for the rest of the run; a
+    # long-lived caller keeps the collector's full view (frozen cyclic
+    # garbage would never be freed).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path, explicit, skipped in _expand(paths, limits):
+            if skipped is not None:
+                out.ignored.append(skipped)
+                continue
+            try:
+                if path == STDIN:
+                    stream = stdin if stdin is not None else sys.stdin.buffer
+                    read = functools.partial(_read_bytes, stream, STDIN_NAME, limits.max_file_bytes)
+                    found = _read_one(STDIN_NAME, read, limits, True)
+                else:
+                    found = _read_one(path, functools.partial(_read_file, path, limits, explicit), limits, explicit)
+            except InputError as error:
+                # The one seam for per-file problems: a caller that lists them
+                # instead of stopping passes `on_file_error`. A path named on
+                # the command line that is itself broken always stops the run.
+                if on_file_error is None or explicit:
+                    raise
+                on_file_error(path, error)
+                continue
+            out.merge(found)
+    finally:
+        if collecting:
+            if freeze:
+                gc.freeze()
+            gc.enable()
     inputs = [STDIN_NAME if p == STDIN else p for p in paths]
     if not out.objects and out.header is None and not allow_no_objects:  # an empty snapshot is a valid one
         detail = f" ({len(out.ignored)} documents ignored: not Kubernetes objects)" if out.ignored else ""

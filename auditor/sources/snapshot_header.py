@@ -48,21 +48,22 @@ def _bad(path: str, problem: str) -> InputError:
     return InputError(f"{path}: snapshot header {HEADER_KEY}: {problem}")
 
 
-def _optional_str(header: dict, key: str, path: str) -> str | None:
+def _optional_str(header: dict[str, Any], key: str, path: str) -> str | None:
     value = header.get(key)
     if value is not None and not isinstance(value, str):
         raise _bad(path, f"{key} must be a string")
     return value
 
 
-def parse(document: dict, path: str) -> SnapshotHeader | None:
+def parse(document: dict[str, Any], path: str) -> SnapshotHeader | None:
     header = document.get(HEADER_KEY)
     if header is None:
         return None
     if not isinstance(header, dict):
         raise _bad(path, "must be a mapping")
     if header.get("formatVersion") != FORMAT_VERSION:
-        raise _bad(path, f"unsupported formatVersion {header.get('formatVersion')!r} (this auditor reads {FORMAT_VERSION})")
+        found = header.get("formatVersion")
+        raise _bad(path, f"unsupported formatVersion {found!r} (this auditor reads {FORMAT_VERSION})")
     cluster = ClusterInfo(
         context=_optional_str(header, "context", path),
         server=_optional_str(header, "server", path),
