@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, evaluate, prepare, report
+from auditor.cli.common import AuditOptions, audit_options, collector_paused, evaluate, finish, prepare, report
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
             result = read_cluster(targets[0], gks, read_options, progress)
         finally:
             progress.close()
-        ctx.exit(report(evaluate(result.snapshot, prepared, options), prepared, options))
+        ctx.exit(finish(result.snapshot, prepared, options))
     from auditor.fleet import audit_fleet
     from auditor.sources.live.fleet import read_fleet
 
@@ -233,8 +233,10 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
         if read.error:
             click.echo(printable(f"audit: error: {read.error} (its rules report errors; the others are audited)"),
                        err=True)
-    merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
-    ctx.exit(report(merged, prepared, options))
+    with collector_paused():
+        merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
+        code = report(merged, prepared, options)
+    ctx.exit(code)
 
 
 @click.command()
