@@ -218,7 +218,9 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
         result.reason = f"rule crashed: {type(error).__name__}: {error}".splitlines()[0][:500]
         return result
     result.findings = findings
-    result.examined = sorted(set(ctx.examined_refs), key=lambda ref: ref.sort_key)
+    # dict.fromkeys keeps the order examined (input order, usually sorted already, which the sort then
+    # merely checks); a set's hash order made sorting 100k refs three times slower.
+    result.examined = sorted(dict.fromkeys(ctx.examined_refs), key=lambda ref: ref.sort_key)
     return result
 
 
