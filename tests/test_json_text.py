@@ -1,4 +1,4 @@
-"""auditor/report/json_text.py: the JSON reports' text is `json.dumps(indent=2, ensure_ascii=False)`'s, byte for byte."""
+"""auditor/report/json_text.py: the JSON reports are `json.dumps(indent=2, ensure_ascii=False)`, byte for byte."""
 
 from __future__ import annotations
 
