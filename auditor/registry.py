@@ -161,9 +161,11 @@ def plugin_rules() -> tuple[list[Rule], list[BrokenPlugin]]:
     report never lists two rules with one id and --skip-rule can name the
     broken plugin.
     """
-    builtin_ids = {entry["id"] for entry in builtin_index()}
     classes, broken = _plugin_rule_classes()
     rules: list[Rule] = []
+    if not classes:
+        return rules, broken
+    builtin_ids = {entry["id"] for entry in builtin_index()}
     for entry_name, cls in classes:
         if cls.id in builtin_ids or any(rule.id == cls.id for rule in rules):
             problem = f"rule id {cls.id!r} is already taken"
