@@ -215,16 +215,21 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
     if len(targets) == 1 and not cluster.all_contexts:
         from auditor.sources.live.reader import read_cluster
 
-        try:
-            result = read_cluster(targets[0], gks, read_options, progress)
-        finally:
-            progress.close()
-        ctx.exit(finish(result.snapshot, prepared, options))
+        # The collector off from the first page on, as for offline input (collector_paused): decoding the
+        # pages and building the objects make no cycles worth its passes (~10 % of a 10k-Service read).
+        with collector_paused():
+            try:
+                result = read_cluster(targets[0], gks, read_options, progress)
+            finally:
+                progress.close()
+            code = finish(result.snapshot, prepared, options)
+        ctx.exit(code)
     from auditor.fleet import audit_fleet
     from auditor.sources.live.fleet import read_fleet
 
     try:
-        reads = read_fleet(targets, gks, read_options, progress)
+        with collector_paused():
+            reads = read_fleet(targets, gks, read_options, progress)
     finally:
         progress.close()
     from auditor.sources.live.safe_text import printable
