@@ -315,7 +315,8 @@ def _checkov_line(extra: dict[str, object]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1_000, 10_000, 100_000])
+    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=[1_000, 10_000, 100_000],
+                   help="object counts of the kubectl-layout Lists; empty to skip")
     p.add_argument("--small-sizes", type=lambda s: [int(x) for x in s.split(",") if x], default=[10_000, 100_000],
                    help="object counts of the small-object (Services) Lists; empty to skip")
     p.add_argument("--tree-mb", type=float, default=6.0, help="0 to skip the YAML tree")

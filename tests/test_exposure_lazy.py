@@ -104,6 +104,7 @@ def test_lookups_are_the_eager_ones(snapshot: Snapshot) -> None:
         first.setdefault((view.ref.namespace, view.ref.name), view)
     assert isinstance(model.services, ServicesByName)
     assert dict(model.services) == first and model.services[("shop", "twin")].type == "ClusterIP"
+    assert list(model.services) == list(first)  # in input order
     everything = [*eager, *model.implied, *model.declared]
     by_subject = {view.subject: view for view in everything}  # the last equal subject wins
     assert all(model.view_of(view.subject) is not None for view in everything)

@@ -170,7 +170,8 @@ class _Builder:
         entrances: list[Entrance] = []
         # Only LoadBalancer and NodePort Services and those with externalIPs open a door of their own
         # (`_service_entrances`): the views of the others are built when something asks for them.
-        doors = [listed[i] for i, service in enumerate(services) if types[i] in EXPOSING_TYPES or external_ips(service)]
+        doors = [listed[i] for i, service in enumerate(services)
+                 if types[i] in EXPOSING_TYPES or (service.spec.get("externalIPs") and external_ips(service))]
         for view in [*doors, *declared]:
             if view.gateway is None:
                 entrances += self._service_entrances(view)

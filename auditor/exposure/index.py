@@ -63,18 +63,37 @@ class ServiceViews(Sequence[ServiceView]):
 
     def named(self, namespace: str | None, name: str) -> list[ServiceView]:
         """Every view of the Service `namespace/name`, in input order (a base and an overlay are two)."""
-        return [self[i] for i in self._by_key.get((namespace, name), ())]
+        key = (namespace, name)
+        positions = self._defined_again.get(key)
+        if positions is None:
+            first = self.first_named().get(key)
+            positions = [] if first is None else [first]
+        return [self[i] for i in positions]
 
     def first_named(self) -> Mapping[Key, int]:
         """(namespace, name) -> the position of its first definition, the one lookups find."""
-        return {key: positions[0] for key, positions in self._by_key.items()}
+        return self._first
 
     @cached_property
-    def _by_key(self) -> dict[Key, list[int]]:
+    def _first(self) -> dict[Key, int]:
+        """In input order. Built at C speed when every identity is defined once (nearly always)."""
+        once = dict(zip(self._keys, range(len(self._keys)), strict=True))
+        if len(once) == len(self._keys):
+            return once
+        first: dict[Key, int] = {}
+        for position, key in enumerate(self._keys):
+            first.setdefault(key, position)
+        return first
+
+    @cached_property
+    def _defined_again(self) -> dict[Key, list[int]]:
+        """The positions of the identities defined more than once (none, most of the time)."""
+        if len(self._first) == len(self._keys):
+            return {}
         grouped: dict[Key, list[int]] = defaultdict(list)
         for position, key in enumerate(self._keys):
             grouped[key].append(position)
-        return grouped
+        return {key: positions for key, positions in grouped.items() if len(positions) > 1}
 
 
 class ServicesByName(Mapping[Key, ServiceView]):
