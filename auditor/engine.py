@@ -33,6 +33,7 @@ from auditor.model import (
 )
 from auditor.posture import Posture
 from auditor.registry import RuleSet
+from auditor.repository import RepositoryView
 from auditor.rule import NotRun, Rule, RuleContext, kinds_read_by, unmet_requirement
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
@@ -114,6 +115,8 @@ class AuditResult:
     # in with its verdict, sorted by address then port (by cluster first in a fleet).
     exposure_model: ExposureModel | None = None
     exposures: tuple[JudgedEntrance, ...] = ()
+    # An audit of a GitOps tree (auditor.fleet.audit_tree): its clusters and how the tree was read.
+    repository: RepositoryView | None = None
 
     @property
     def failing(self) -> list[Finding]:

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, finish, prepare
+from auditor.cli.common import AuditOptions, audit_options, evaluate, finish, prepare, report
 from auditor.cli.completion import INPUT_PATH
 from auditor.errors import InputError
 
 STDIN = "-"
+
+
+def _cluster_specs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Any, ...]:
+    """`--cluster NAME=PATH` values as `ClusterSpec`s (auditor.sources.gitops), each checked."""
+    if not values:
+        return ()
+    from auditor.sources.gitops.layout import parse_cluster_arg
+
+    specs = []
+    for value in values:
+        try:
+            specs.append(parse_cluster_arg(value))
+        except ValueError as error:
+            raise click.BadParameter(str(error).removeprefix(f"--cluster {value!r}: ")) from None
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"cluster {next(n for n in names if names.count(n) > 1)!r} given twice")
+    return tuple(specs)
 
 
 def stdin_is_closed() -> bool:
@@ -46,10 +65,15 @@ def stdin_is_closed() -> bool:
 @click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
               help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
                    "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
+@click.option("--cluster", "clusters", metavar="NAME=PATH", multiple=True, callback=_cluster_specs,
+              help="A GitOps folder: audit PATH (a folder or file of it, read as Flux reads a path) as the "
+                   "cluster NAME, instead of the clusters the tree's Flux and Argo CD objects say (repeatable).")
+@click.option("--audit-unreached", is_flag=True,
+              help="A GitOps folder: also audit what no cluster deploys, as a scope of its own named (unreached).")
 @click.pass_context
 def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
          max_alias_expansion: int, max_yaml_nodes: int, max_json_nodes: int, allow_no_objects: bool,
-         cilium_values: tuple[str, ...]) -> None:
+         cilium_values: tuple[str, ...], clusters: tuple[Any, ...], audit_unreached: bool) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
@@ -66,7 +90,22 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
                         max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
+    if len(paths) == 1 and paths[0] != STDIN and os.path.isdir(paths[0]):
+        # A folder is read as a GitOps tree (docs/input.md, "GitOps repositories"); plain manifests as before.
+        from auditor.sources.gitops.audit_scopes import read_tree
+
+        tree = read_tree(paths[0], limits=limits, clusters=clusters, audit_unreached=audit_unreached,
+                         allow_no_objects=allow_no_objects, freeze=True)
+        if not tree.plain:
+            from auditor.fleet import audit_tree
+
+            result = audit_tree(tree, lambda snapshot: evaluate(snapshot, prepared, options), values_files)
+            ctx.exit(report(result, prepared, options))
+        snapshot = tree.snapshot
+    elif clusters or audit_unreached:
+        raise click.UsageError("--cluster and --audit-unreached read one GitOps folder: give exactly one folder")
+    else:
+        snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
     snapshot.cilium_values = values_files

@@ -24,13 +24,15 @@ YAML loader allows), never into lists of unrelated objects twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor import kinds
+from auditor.cilium.helm_values import line_of
 from auditor.exposure.services import EXPOSING_TYPES, ServicePort
-from auditor.model import K8sObject, as_list, as_mapping, as_str
+from auditor.model import K8sObject, Source, as_list, as_mapping, as_str
+from auditor.snapshot import ValuesFile
 
 Path = tuple[str | int, ...]
 
@@ -68,6 +70,9 @@ class DeclaredService:
     load_balancer_class: str | None
     load_balancer_ip: str | None
     via: str  # `Helm values`, `Helm values (spec.source.helm.values string)`, `operator resource`
+    # Where the `type` is written when it is not in the owner's own file: a Helm values file of the
+    # input that a HelmRelease reads through `valuesFrom` (a kustomize configMapGenerator's file).
+    values_source: Source | None = None
 
 
 def dotted(path: Path) -> str:
@@ -211,12 +216,38 @@ def release_namespace(release: K8sObject) -> str | None:
     return as_str(release.spec.get("targetNamespace")) or release.namespace
 
 
-def helm_release_services(release: K8sObject) -> list[DeclaredService]:
-    values = release.spec.get("values")
+def helm_release_services(release: K8sObject, merged: ReleaseValues | None = None) -> list[DeclaredService]:
+    """Services a HelmRelease's values ask for: `spec.values`, or `merged` (its `valuesFrom` files of the
+    input merged as helm-controller merges them, then `spec.values` on top), each pointing where it is
+    written."""
+    values, provenance, files = merged if merged is not None else (release.spec.get("values"), {}, {})
     if not isinstance(values, dict):
         return []
-    return _collect(release, values, ("spec", "values"), namespace=release_namespace(release),
-                    release=release_name(release), via="Helm values")
+    found = _collect(release, values, ("spec", "values"), namespace=release_namespace(release),
+                     release=release_name(release), via="Helm values")
+    return [_in_values_file(declared, provenance, files) for declared in found] if files else found
+
+
+# (values, provenance label of each leaf, the values files by label): auditor.cilium.helm_values.
+ReleaseValues = tuple[dict[str, Any], Mapping[tuple[str, ...], str], Mapping[str, ValuesFile]]
+
+
+def _in_values_file(declared: DeclaredService, provenance: Mapping[tuple[str, ...], str],
+                    files: Mapping[str, ValuesFile]) -> DeclaredService:
+    """`declared`, pointing at the values file its `type` comes from (unchanged when from spec.values)."""
+    inside = tuple(str(part) for part in declared.path[2:])  # the path below `spec.values`
+    label = None
+    for depth in range(len(inside), 0, -1):  # the deepest written parent: lists are replaced whole
+        label = provenance.get(inside[:depth])
+        if label is not None:
+            break
+    layer = files.get(label) if label is not None else None
+    if layer is None:
+        return declared
+    line = line_of(layer.lines, inside) or layer.source.line
+    where = f"{dotted(declared.path[2:])} in {layer.source.path} ({label} of the HelmRelease)"
+    return replace(declared, where=where, values_source=Source(layer.source.path, line),
+                   via=f"Helm values ({layer.origin})")
 
 
 def application_services(app: K8sObject, parse: Any) -> list[DeclaredService]:
@@ -252,12 +283,16 @@ def operator_services(obj: K8sObject) -> list[DeclaredService]:
                     via=f"{obj.kind} resource", strimzi=obj.kind == "Kafka")
 
 
-def declared_services(objects: list[K8sObject], parse: Any) -> list[DeclaredService]:
-    """Every Service declared in values or operator resources among `objects`, in input order."""
+def declared_services(objects: list[K8sObject], parse: Any,
+                      values_of: Callable[[K8sObject], ReleaseValues | None] | None = None) -> list[DeclaredService]:
+    """Every Service declared in values or operator resources among `objects`, in input order.
+
+    `values_of(release)` gives a HelmRelease's merged values when the input holds some of its
+    `valuesFrom` files (None: its `spec.values` alone)."""
     found: list[DeclaredService] = []
     for obj in objects:
         if obj.gk == kinds.HELM_RELEASE:
-            found += helm_release_services(obj)
+            found += helm_release_services(obj, values_of(obj) if values_of is not None else None)
         elif obj.gk == kinds.ARGO_APPLICATION:
             found += application_services(obj, parse)
         else:
