@@ -6,7 +6,8 @@ Every report then says which clusters were found and from where, how many
 objects got the namespace kustomize, Flux or Argo CD give them, what no
 cluster deploys (not audited), and the layout's problems and notes. These are
 the small, neutral values reports read; nothing here knows how they are made.
-Paths are spelled as findings spell them (the tree as given, joined).
+Files are spelled as findings spell them (the tree as given, joined); folders
+(a cluster's root, what is not deployed) are relative to the tree.
 """
 
 from __future__ import annotations
@@ -27,13 +28,24 @@ class ScopeKind(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class EntryView:
+    """Where a cluster's deployment starts: what starts it (`Flux bootstrap`) and the line that says so."""
+
+    kind: str
+    source: Source
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.source}"
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeView:
     """One scope of the tree: a cluster (or what no cluster deploys), and what it holds."""
 
     name: str
     kind: ScopeKind
-    root: str  # the cluster's folder ("" when it has none of its own)
-    entry_points: tuple[str, ...]  # "Flux bootstrap at clusters/prod/flux-system/gotk-sync.yaml:16"
+    root: str  # the cluster's folder, relative to the tree ("" when it has none of its own)
+    entry_points: tuple[EntryView, ...]
     objects: int
     namespaced: int  # namespaced objects of the scope
     with_namespace: int  # ... whose effective namespace is known
@@ -70,7 +82,7 @@ class RepositoryView:
     namespaced: int  # namespaced objects of the tree (each counted once, whatever its placements)
     with_namespace: int
     unreached: int  # objects no cluster deploys
-    unreached_folders: tuple[tuple[str, int], ...]  # (folder, objects), the largest first
+    unreached_folders: tuple[tuple[str, int], ...]  # (folder relative to the tree, objects), the largest first
     remarks: tuple[LayoutRemark, ...] = ()
 
     @property

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from auditor import kinds
 from auditor.errors import InputError
 from auditor.model import K8sObject, NamespaceOrigin, Source
-from auditor.repository import LayoutRemark, RemarkKind, RepositoryView, ScopeKind, ScopeView
+from auditor.repository import EntryView, LayoutRemark, RemarkKind, RepositoryView, ScopeKind, ScopeView
 from auditor.snapshot import ObjectKey, Snapshot, ValuesFile, object_key
 from auditor.sources.files import ReadLimits, read_paths
 from auditor.sources.gitops.collect import TreeCollector
@@ -184,9 +184,9 @@ def _scope_view(name: str, kind: ScopeKind, cluster: Cluster | None, placed: lis
         namespaced.add(item.placement.object)
         if not namespace.known:
             unknown_namespace.add(item.placement.object)
-    entries = tuple(f"{_ENTRY_TEXT.get(e.kind, e.kind.value)} at {paths.source(e.origin)}"
+    entries = tuple(EntryView(_ENTRY_TEXT.get(e.kind, e.kind.value), Source(paths.full(e.origin.path), e.origin.line))
                     for e in (cluster.entry_points if cluster is not None else ()))
-    root = paths.full(cluster.root) if cluster is not None and cluster.root else ""
+    root = cluster.root if cluster is not None else ""
     return ScopeView(name, kind, root, entries, len(placed) + unknown, len(namespaced),
                      len(namespaced - unknown_namespace), audited,
                      files=len({p.placement.object.path for p in placed}))
@@ -250,7 +250,7 @@ def _repository(root: str, layout: TreeLayout, scopes: tuple[AuditScope, ...], p
     folders: Counter[str] = Counter()
     for obj in layout.unreached:
         parts = obj.path.split("/")
-        folders[paths.full("/".join(parts[: min(len(parts) - 1, 3)]))] += 1
+        folders["/".join(parts[: min(len(parts) - 1, 3)]) or "."] += 1
     remarks = [LayoutRemark(RemarkKind.PROBLEM, paths.source(p.origin), p.message) for p in layout.problems]
     for note in layout.notes:
         # What nothing deploys is no cluster: same-named objects there are no sign of anything.
