@@ -77,6 +77,7 @@ class ValuesFile:
     origin: str
     lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
     target_path: str | None = None
+    text: str | None = None  # the file's text, when known (a cheap first look before walking the values)
 
 
 # An object as the GitOps reader keys what it knows about it: identity, and the file and line it was read at.

@@ -74,7 +74,14 @@ from auditor.exposure.services import (
     service_type,
 )
 from auditor.exposure.settings import ExposureSettings, resolve_settings
-from auditor.exposure.values import DeclaredService, ReleaseValues, declared_services, dotted
+from auditor.exposure.values import (
+    EXPOSING_WORDS,
+    DeclaredService,
+    ReleaseValues,
+    ValuesLayers,
+    declared_services,
+    dotted,
+)
 from auditor.exposure.workloads import WORKLOAD_KINDS, WorkloadIndex, ports_of
 from auditor.model import K8sObject, ObjectRef, as_list, as_mapping, as_str, string_labels
 from auditor.posture import Posture
@@ -246,12 +253,20 @@ class _Builder:
         return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values, self._release_values)
                 if (d.namespace or "", d.release) not in rendered]
 
-    def _release_values(self, release: K8sObject) -> ReleaseValues | None:
-        """A HelmRelease's values with its `valuesFrom` files of the input merged in (None: it has none)."""
-        if not self.snapshot.values_files(release):
+    def _release_values(self, release: K8sObject) -> ValuesLayers | None:
+        """A HelmRelease's `valuesFrom` files of the input, and how to merge them (None: `spec.values` alone)."""
+        files = self.snapshot.values_files(release)
+        if not files:
             return None
-        values, provenance, files, _ = merged_release_values(self.snapshot, release)
-        return values, provenance, files
+        # A file whose text never writes a Service type cannot ask for one (escapes aside: looked into).
+        layers = tuple(f.values for f in files if f.text is None or "\\" in f.text
+                       or any(word in f.text for word in EXPOSING_WORDS))
+
+        def merged() -> ReleaseValues:
+            values, provenance, files, _ = merged_release_values(self.snapshot, release)
+            return values, provenance, files
+
+        return layers, merged
 
     def _declared_view(self, declared: DeclaredService) -> ServiceView:
         owner = declared.owner

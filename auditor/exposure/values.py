@@ -122,6 +122,29 @@ def _walk(root: Any, base: Path, strimzi: bool = False) -> Iterator[tuple[Path, 
                     stack.append(((*path, index), node[index]))
 
 
+_ANY_EXPOSING = frozenset({*EXPOSING_TYPES, *_STRIMZI_TYPES})
+# How a values file's text must spell a Service type that asks for one (Strimzi's lower case included).
+EXPOSING_WORDS = tuple(sorted(_ANY_EXPOSING))
+
+
+def declares_service(values: Any) -> bool:
+    """Whether `values` may ask for a LoadBalancer or NodePort Service: a mapping with such a `type` or
+    `serviceType` anywhere (what `_walk` then judges by its keys). A cheaper walk than `_walk`, which
+    builds every node's path: most values files hold no such mapping at all."""
+    stack: list[Any] = [values]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if node.get("type") in _ANY_EXPOSING or node.get("serviceType") in _ANY_EXPOSING:
+                return True
+            stack.extend(value for value in node.values() if isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(item for item in node if isinstance(item, (dict, list)))
+    return seen >= _MAX_NODES  # too large to tell: walked in full
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -216,20 +239,27 @@ def release_namespace(release: K8sObject) -> str | None:
     return as_str(release.spec.get("targetNamespace")) or release.namespace
 
 
-def helm_release_services(release: K8sObject, merged: ReleaseValues | None = None) -> list[DeclaredService]:
-    """Services a HelmRelease's values ask for: `spec.values`, or `merged` (its `valuesFrom` files of the
-    input merged as helm-controller merges them, then `spec.values` on top), each pointing where it is
-    written."""
-    values, provenance, files = merged if merged is not None else (release.spec.get("values"), {}, {})
-    if not isinstance(values, dict):
-        return []
+def helm_release_services(release: K8sObject, layers: ValuesLayers | None = None) -> list[DeclaredService]:
+    """Services a HelmRelease's values ask for: `spec.values`, merged with its `valuesFrom` files of the
+    input (`layers`) as helm-controller merges them, each pointing where it is written.
+
+    The files are merged only when some layer asks for a Service at all: merging copies every value,
+    and most releases declare none (the merged values would not either)."""
+    values = release.spec.get("values")
     found = _collect(release, values, ("spec", "values"), namespace=release_namespace(release),
+                     release=release_name(release), via="Helm values") if isinstance(values, dict) else []
+    if layers is None or (not found and not any(declares_service(layer) for layer in layers[0])):
+        return found
+    merged, provenance, files = layers[1]()
+    found = _collect(release, merged, ("spec", "values"), namespace=release_namespace(release),
                      release=release_name(release), via="Helm values")
-    return [_in_values_file(declared, provenance, files) for declared in found] if files else found
+    return [_in_values_file(declared, provenance, files) for declared in found]
 
 
 # (values, provenance label of each leaf, the values files by label): auditor.cilium.helm_values.
 ReleaseValues = tuple[dict[str, Any], Mapping[tuple[str, ...], str], Mapping[str, ValuesFile]]
+# A release's valuesFrom files (their values, in order) and how to merge them with spec.values.
+ValuesLayers = tuple[tuple[Any, ...], Callable[[], ReleaseValues]]
 
 
 def _in_values_file(declared: DeclaredService, provenance: Mapping[tuple[str, ...], str],
@@ -284,11 +314,11 @@ def operator_services(obj: K8sObject) -> list[DeclaredService]:
 
 
 def declared_services(objects: list[K8sObject], parse: Any,
-                      values_of: Callable[[K8sObject], ReleaseValues | None] | None = None) -> list[DeclaredService]:
+                      values_of: Callable[[K8sObject], ValuesLayers | None] | None = None) -> list[DeclaredService]:
     """Every Service declared in values or operator resources among `objects`, in input order.
 
-    `values_of(release)` gives a HelmRelease's merged values when the input holds some of its
-    `valuesFrom` files (None: its `spec.values` alone)."""
+    `values_of(release)` gives a HelmRelease's `valuesFrom` files when the input holds some (None:
+    its `spec.values` alone)."""
     found: list[DeclaredService] = []
     for obj in objects:
         if obj.gk == kinds.HELM_RELEASE:

@@ -25,8 +25,9 @@ Audits and merges happen above this module (auditor.fleet.audit_tree).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from auditor import kinds
@@ -50,7 +51,7 @@ from auditor.sources.gitops.model import (
     TreeLayout,
 )
 from auditor.sources.gitops.seam import PlacedObject, place_objects
-from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, TreeFiles, index_key_lines
+from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, Document, ParsedFile, TreeFiles, index_key_lines
 
 _ENTRY_TEXT = {
     EntryKind.FLUX_BOOTSTRAP: "Flux bootstrap",
@@ -118,12 +119,31 @@ def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence
     collector = TreeCollector(path)
     snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
                           on_file_error=on_file_error, observer=collector)
+    # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
+    # every parsed document each time (the reader pauses the collector for the same reason).
+    # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
+    # it leaves the collector's view too, so the rules' collections never walk it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _split(path, snapshot, collector, clusters, audit_unreached)
+    finally:
+        if collecting:
+            if freeze:
+                gc.freeze()
+            gc.enable()
+
+
+def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Sequence[ClusterSpec],
+           audit_unreached: bool) -> TreeRead:
     tree = collector.tree()
     layout = resolve_layout(tree, clusters)
     if layout.single_scope and not _has_gitops_structure(tree, snapshot):
         return TreeRead(snapshot, None)
     paths = _Paths(collector)
-    placed = place_objects(snapshot.objects, layout)
+    relative: dict[str, str] = {}
+    placed = place_objects(snapshot.objects, layout,
+                           lambda p: relative.get(p) or relative.setdefault(p, collector.relative(p)))
     extra: list[LayoutRemark] = []
     unknown: dict[str, list[K8sObject]] = {}
     if placed.unknown:  # not in the layout: kept as read, in what nothing deploys (or the one scope)
@@ -134,8 +154,10 @@ def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence
     if placed.dropped:
         extra.append(LayoutRemark(RemarkKind.NOTE, None, f"{len(placed.dropped)} documents of kustomize patch "
                                                          "and generator files are not objects of any cluster"))
+    names = [name for name in _scope_names(layout)
+             if name != UNREACHED_SCOPE or placed.by_scope.get(name) or unknown.get(name)]
     scopes = tuple(_scope(name, placed.by_scope.get(name, []), unknown.get(name, []), layout, tree, paths,
-                          audit_unreached) for name in _scope_names(layout))
+                          audit_unreached) for name in names)
     return TreeRead(snapshot, layout, scopes, _repository(path, layout, scopes, paths, extra))
 
 
@@ -235,10 +257,32 @@ def _values_file(source: HelmValuesSource, tree: TreeFiles, paths: _Paths) -> Va
     documents = [d for d in parsed.documents if d.data is not None]
     data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
     line = documents[0].line if documents else 1
-    lines = (index_key_lines(parsed.lines, documents[0].line, documents[0].end_line).keys if documents else {})
+    lines = _KeyLines(parsed, documents[0]) if documents else {}
     generator = f"configMapGenerator {source.config_map} ({paths.source(source.generator)})"
     return ValuesFile(source.index, data, Source(paths.full(source.file), line), generator, lines,
-                      source.target_path)
+                      source.target_path, parsed.text or None)
+
+
+class _KeyLines(Mapping[tuple[str, ...], int]):
+    """The line of each key of a values file, indexed the first time a report asks for one (most never do)."""
+
+    def __init__(self, parsed: ParsedFile, document: Document) -> None:
+        self._parsed, self._document = parsed, document
+        self._keys: dict[tuple[str, ...], int] | None = None
+
+    def _index(self) -> dict[tuple[str, ...], int]:
+        if self._keys is None:
+            self._keys = index_key_lines(self._parsed.lines, self._document.line, self._document.end_line).keys
+        return self._keys
+
+    def __getitem__(self, key: tuple[str, ...]) -> int:
+        return self._index()[key]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
 
 
 # --- the repository, as reports show it --------------------------------------------------------

@@ -51,16 +51,22 @@ class TreeCollector:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        # The reader joins every path onto the root as given: stripping it is exact (and far cheaper
+        # than os.path.relpath, which makes both paths absolute every time).
+        self._prefix = root if root.endswith(os.sep) else root + os.sep
         self._dirs: dict[str, DirListing] = {}
         self._files: dict[str, ParsedFile] = {}
 
     def relative(self, path: str) -> str:
-        relative = os.path.relpath(path, self.root)
+        if path == self.root:
+            return ""
+        # (os.path.relpath only for a path the reader did not build from this root.)
+        relative = path[len(self._prefix):] if path.startswith(self._prefix) else os.path.relpath(path, self.root)
         return "" if relative == "." else relative.replace(os.sep, "/")
 
     def full(self, relative: str) -> str:
         """A tree-relative path as the offline reader spells it (the root as given, joined)."""
-        return os.path.join(self.root, *relative.split("/")) if relative else self.root
+        return self._prefix + relative.replace("/", os.sep) if relative else self.root
 
     # --- the ReadObserver protocol of auditor.sources.files --------------------------------
 
