@@ -450,3 +450,21 @@ def test_sarif_and_markdown_show_the_clusters_and_the_namespace_origin() -> None
     assert "- edge: 10 objects \\(clusters/edge; Flux bootstrap at clusters/edge/flux-system/gotk-sync.yaml:13\\)" in (
         markdown)
     assert "<br>namespace web from tests/fixtures/gitops/two-sites/apps/kustomization.yaml:3" in markdown
+
+
+def test_the_worked_example_of_docs_input_md_is_what_audit_prints() -> None:
+    """Every line of the example in docs/input.md ("GitOps repositories") is in the command's output, in order,
+    but the lines shortened there (`...`)."""
+    text = (ROOT / "docs" / "input.md").read_text(encoding="utf-8")
+    block = text.split("### Worked example", 1)[1].split("```console\n", 1)[1].split("```", 1)[0]
+    command, *expected = block.splitlines()
+    args = command.removeprefix("$ COLUMNS=100 audit ").split()
+    result = run_cli(*args, *AS_OF, env={"COLUMNS": "100"})
+    assert result.code == 1, result.stderr
+    actual = result.stdout.splitlines()
+    position = 0
+    for line in expected:
+        if "..." in line:
+            continue
+        assert line in actual[position:], f"not printed (in this order): {line!r}"
+        position = actual.index(line, position) + 1

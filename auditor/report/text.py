@@ -300,6 +300,8 @@ def _cluster_sections(result: AuditResult, ctx: _Context) -> list[str]:
     for scope in result.repository.audited:
         rules = [replace(r, findings=[f for f in r.findings if f.cluster == scope.name]) for r in result.rules]
         findings = [f for r in rules for f in _shown_findings(r, ctx)]
+        if not findings and ctx.verbosity is Verbosity.QUIET:
+            continue  # quiet: only what fails the gate
         heading = tree_words.scope_heading(scope, findings)
         lines += [ctx.style(line, "bold") for line in wrap(shown(heading, LINE_LIMIT), ctx.width, "", "  ")]
         lines += _rule_sections(rules, ctx, tables) if findings else ["  (no findings)", ""]
