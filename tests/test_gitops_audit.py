@@ -286,6 +286,50 @@ def test_argo_cd_destination_namespaces_and_a_destination_cluster() -> None:
     assert payments["namespaceFrom"]["reason"] == "manifest"
 
 
+ARGO_APP = ("apiVersion: argoproj.io/v1alpha1\nkind: {kind}\nmetadata: {{name: {name}, namespace: argocd}}\n"
+            "spec:\n{spec}")
+LB_SERVICE = ("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}{namespace}}}\n"
+              "spec: {{type: LoadBalancer, ports: [{{port: 443}}]}}\n")
+
+
+def test_argo_cd_application_sets_and_kustomize_namespace_overrides(tmp_path: Path) -> None:
+    """An app of apps deploys an ApplicationSet (git directories generator, one namespace per folder) and an
+    Application whose `source.kustomize.namespace` overrides like a kustomization's `namespace:`; the
+    destination namespace applies only to objects that name none (Argo CD ApplicationDestination)."""
+    source = "  source: {{repoURL: https://example.com/platform.git, targetRevision: main, path: {path}{extra}}}\n"
+    destination = "  destination: {{server: https://kubernetes.default.svc, namespace: '{namespace}'}}\n"
+    write_tree(tmp_path, {
+        "bootstrap/root.yaml": ARGO_APP.format(kind="Application", name="root", spec=(
+            source.format(path="argocd/apps", extra="") + destination.format(namespace="argocd"))),
+        "argocd/apps/shop.yaml": ARGO_APP.format(kind="Application", name="shop", spec=(
+            source.format(path="apps/shop", extra=", kustomize: {namespace: shop-prod}")
+            + destination.format(namespace="shop"))),
+        "argocd/apps/tenants.yaml": ARGO_APP.format(kind="ApplicationSet", name="tenants", spec=(
+            "  generators:\n"
+            "    - git: {repoURL: https://example.com/platform.git, revision: main, directories: [{path: tenants/*}]}\n"
+            "  template:\n"
+            "    metadata: {name: 'tenant-{{path.basename}}'}\n"
+            "    spec:\n"
+            "      project: tenants\n"
+            "      source: {repoURL: https://example.com/platform.git, targetRevision: main, path: '{{path}}'}\n"
+            "      destination: {server: https://kubernetes.default.svc, namespace: '{{path.basename}}'}\n")),
+        "apps/shop/kustomization.yaml": "resources: [service.yaml]\n",
+        "apps/shop/service.yaml": LB_SERVICE.format(name="shop", namespace=", namespace: written"),
+        "tenants/team-a/service.yaml": LB_SERVICE.format(name="api", namespace=""),
+        "tenants/team-b/service.yaml": LB_SERVICE.format(name="api", namespace=", namespace: custom"),
+    })
+    _, report = audit_json(str(tmp_path), "--rule", "lb-service-not-excepted")
+    (cluster,) = report["target"]["clusters"]
+    assert [e["kind"] for e in cluster["entryPoints"]] == ["Argo CD app of apps"]
+    placed = [(f["object"]["namespace"], f["object"]["name"], f["namespaceFrom"]["reason"],
+               f["namespaceFrom"]["file"].removeprefix(f"{tmp_path}/")) for f in report["findings"]]
+    assert placed == [
+        ("custom", "api", "manifest", "tenants/team-b/service.yaml"),
+        ("shop-prod", "shop", "argocd-kustomize-namespace", "argocd/apps/shop.yaml"),
+        ("team-a", "api", "argocd-destination", "argocd/apps/tenants.yaml"),
+    ]
+
+
 def test_kustomize_overlays_and_components_give_each_cluster_its_namespace(tmp_path: Path) -> None:
     """`--cluster NAME=PATH` names the clusters by hand. The outermost `namespace:` wins over the base's and the
     manifest's; a Component's covers what was gathered before it, and its kustomization's own wins over it."""
