@@ -41,7 +41,9 @@ def clusters_sentence(repository: RepositoryView) -> str:
         return ("GitOps tree read as one scope: no cluster entry point found (no Flux bootstrap or sync, no "
                 "Argo CD application), so its clusters cannot be told apart")
     clusters = [s for s in repository.scopes if s.kind is ScopeKind.CLUSTER]
-    return f"GitOps tree deploying {_plural(len(clusters), 'cluster')}, each audited on its own:"
+    if len(clusters) == 1:
+        return "GitOps tree deploying 1 cluster:"
+    return f"GitOps tree deploying {len(clusters):,} clusters, each audited on its own:"
 
 
 def cluster_lines(repository: RepositoryView) -> list[str]:
