@@ -339,13 +339,17 @@ def test_the_html_map_holds_the_nodes_and_edges_of_the_example(chromium: browser
     drawn = exposure_map.build(result.exposures, svg_map.CAP)
     found = json.loads(page.evaluate("""JSON.stringify(Array.from(document.querySelectorAll('svg .node')).map(g => ({
         id: g.id, classes: g.getAttribute('class'), text: Array.from(g.querySelectorAll('text')).map(t => t.textContent),
-        width: g.getBBox().width})))"""))
+        tooltip: g.querySelector('title').textContent, width: g.getBBox().width})))"""))
     by_id = {f["id"]: f for f in found}
     assert sorted(by_id) == sorted(svg_map.node_ids(drawn.nodes)) and len(found) == len(drawn.nodes)
     for node in drawn.nodes:
         shown = by_id[f"map-{node.id}"]
-        assert shown["text"][0] == node.title or node.title.startswith(shown["text"][0].rstrip("…"))
-        assert shown["text"][1:] == ([node.kind] if node.kind else [])
+        assert shown["tooltip"] == node.description
+        if shown["text"][0] == node.title:
+            assert shown["text"][1:] == ([node.kind] if node.kind else [])
+        else:  # too long for its box: the namespace moves to the second line
+            assert node.namespace and node.title == f"{node.namespace}/{shown['text'][0]}"
+            assert shown["text"][1] == f"{node.kind} in {node.namespace}"
         assert node.status.value in shown["classes"] or node.layer is exposure_map.Layer.LAN
         assert shown["width"] > 0  # laid out, not just in the markup
     edges = json.loads(page.evaluate("""JSON.stringify(Array.from(document.querySelectorAll('svg path.edge')).map(p => [
@@ -519,3 +523,39 @@ def test_a_folded_mermaid_renders(mermaid_page: browser.Page, large_result: Audi
     drawn = exposure_map.build(large_result.exposures, mermaid.CAP)
     assert drawn.folding.nodes and len(drawn.nodes) <= mermaid.CAP
     _check_rendered(_render_mermaid(mermaid_page, text), drawn)
+
+
+# --- the format on the command line, and the README ------------------------------------------------
+
+
+def test_html_is_a_format_of_every_auditing_command(tmp_path: Path) -> None:
+    from tests.test_live_fixtures import run
+
+    as_format = run(str(DRIFTED), *AS_OF, "--format", "html", cwd=ROOT)
+    dash = run(str(DRIFTED), *AS_OF, "--html", "-", cwd=ROOT)
+    to_file = run(str(DRIFTED), *AS_OF, "--html", str(tmp_path / "a.html"), "--format", "json", cwd=ROOT)
+    assert as_format.code == dash.code == to_file.code == 1, (as_format.stderr, dash.stderr, to_file.stderr)
+    assert as_format.stdout == dash.stdout == (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert as_format.stdout.startswith("<!DOCTYPE html>") and json.loads(to_file.stdout)["exposures"]
+    live_help = run("live", "--help")
+    assert "--html FILE" in live_help.stdout and "html" in live_help.stdout.split("--format", 1)[1].split("\n")[0]
+
+
+def test_the_readme_mermaid_block_is_fresh() -> None:
+    from tests.screenshots import README, readme_block, replace_readme_block
+
+    readme = README.read_text(encoding="utf-8")
+    assert readme == replace_readme_block(readme, readme_block()), "regenerate with: python -m tests.screenshots"
+
+
+@pytest.mark.parametrize("name", ["exposure-map.png", "exposure-map-channels.png"])
+def test_the_readme_screenshots_are_committed_small_pngs(name: str) -> None:
+    from tests.screenshots import EXAMPLES, IMAGES
+
+    assert name in EXAMPLES
+    data = (IMAGES / name).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert 600 <= width <= 2400 and 150 <= height <= 1200, (width, height)
+    assert len(data) < 300_000
+    assert f"](docs/images/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")

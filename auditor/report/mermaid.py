@@ -79,18 +79,23 @@ def flowchart(exposure_map: ExposureMap) -> list[str]:
 
 
 def _styles(exposure_map: ExposureMap) -> list[str]:
-    lines = []
-    fill, stroke, colour = NEUTRAL
-    lines.append(f"  classDef lan fill:{fill},stroke:{stroke},color:{colour}")
-    for kind, (fill, stroke, colour) in COLOURS.items():
-        dash = ",stroke-dasharray:4 3" if kind is VerdictKind.UNJUDGED else ""
-        lines.append(f"  classDef {kind.value} fill:{fill},stroke:{stroke},color:{colour}{dash}")
-    lines.append("  classDef folded stroke-dasharray:6 3")
+    """classDef and class lines for the classes in use, then each verdict's edges coloured (by index)."""
     by_class: dict[str, list[str]] = {}
     for node in exposure_map.nodes:
         by_class.setdefault(_class_of(node), []).append(node.id)
         if node.folded:
             by_class.setdefault("folded", []).append(node.id)
+    styles = {"lan": NEUTRAL, **{kind.value: colours for kind, colours in COLOURS.items()}}
+    lines = []
+    for name in (*styles, "folded"):
+        if name not in by_class:
+            continue
+        if name == "folded":
+            lines.append("  classDef folded stroke-dasharray:6 3")
+            continue
+        fill, stroke, colour = styles[name]
+        dash = ",stroke-dasharray:4 3" if name == VerdictKind.UNJUDGED.value else ""
+        lines.append(f"  classDef {name} fill:{fill},stroke:{stroke},color:{colour}{dash}")
     lines += [f"  class {','.join(ids)} {name}" for name, ids in by_class.items()]
     for kind, (_, stroke, _) in COLOURS.items():
         indexes = [str(i) for i, edge in enumerate(exposure_map.edges) if edge.status is kind]

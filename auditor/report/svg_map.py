@@ -33,7 +33,7 @@ from auditor.report.mermaid import COLOURS, NEUTRAL
 CAP = 150
 
 TITLE_PX, KIND_PX = 7.2, 6.3  # advance of one character of the 12px and 10.5px monospace labels
-NODE_MIN_W, NODE_MAX_W = 120, 330
+NODE_MIN_W, NODE_MAX_W = 120, 300
 NODE_H, LABEL_STEP = 40, 14  # a node's height grows with its labelled incoming edges
 GAP, LANE_H, LANE_GAP = 12, 4, 4
 MAX_GAP = 36  # the most room left above an item to line it up with its neighbours
@@ -173,12 +173,22 @@ def _pull(items: list[_Item], forward: bool) -> None:
         item.y = round(max(want, floor), 1)
 
 
+def _need(node: MapNode) -> float:
+    """The width a node's lines take, with its namespace moved to the second line if that is what fits."""
+    def width(title: str, kind: str) -> float:
+        return max(len(title) * TITLE_PX, len(kind) * KIND_PX) + 20
+
+    whole = width(node.title, node.kind)
+    if whole <= NODE_MAX_W:
+        return whole
+    return min(whole, width(*_lines(node, NODE_MAX_W)))
+
+
 def _widths(columns: list[list[_Item]]) -> list[float]:
     widths = []
     for items in columns:
-        longest = max((max(len(i.node.title) * TITLE_PX, len(i.node.kind) * KIND_PX) + 20
-                       for i in items if i.node is not None), default=NODE_MIN_W)
-        widths.append(min(max(longest, NODE_MIN_W), NODE_MAX_W))
+        longest = max((_need(i.node) for i in items if i.node is not None), default=NODE_MIN_W)
+        widths.append(round(min(max(longest, NODE_MIN_W), NODE_MAX_W), 1))
     return widths
 
 
@@ -288,9 +298,20 @@ def _edges(exposure_map: ExposureMap, plan: Layout) -> list[str]:
                    f'marker-end="url(#arrow-{edge.status.value})"><title>{escape(what)}: '
                    f'{edge.ways} way{"" if edge.ways == 1 else "s"} in</title></path>')
         if edge.label:
-            labels.append(f'<text class="edge-label" x="{_number(x - 9)}" y="{_number(y - 3)}" '
+            # On the line, just before its arrowhead, over a halo of the background: it reads as the line's.
+            labels.append(f'<text class="edge-label" x="{_number(x - 14)}" y="{_number(y + 3.5)}" '
                           f'text-anchor="end">{escape(edge.label)}</text>')
     return out + labels  # labels last: drawn over every edge
+
+
+def _lines(node: MapNode, width: float) -> tuple[str, str]:
+    """The node's two lines; a `namespace/name` too long for the box moves its namespace to the second line
+    (`kubernetes-dashboard-kong` / `Deployment in kubernetes-dashboard`), where the name's end stays readable."""
+    title, kind = node.title, node.kind
+    if len(title) * TITLE_PX + 20 > width and node.namespace and title.startswith(f"{node.namespace}/"):
+        title = title[len(node.namespace) + 1:]
+        kind = f"{kind} in {node.namespace}" if kind else f"in {node.namespace}"
+    return title, kind
 
 
 def _node(item: _Item, plan: Layout) -> str:
@@ -302,11 +323,12 @@ def _node(item: _Item, plan: Layout) -> str:
                         *(["folded"] if node.folded else [])])
     dash = ' stroke-dasharray="6 3"' if node.folded or node.status is VerdictKind.UNJUDGED else ""
     middle = item.y + item.height / 2
-    lines = [f'<text class="title" x="{_number(x + 10)}" y="{_number(middle - 3 if node.kind else middle + 4)}" '
-             f'fill="{colour}">{escape(_fit(node.title, width, TITLE_PX))}</text>']
-    if node.kind:
+    title, kind = _lines(node, width)
+    lines = [f'<text class="title" x="{_number(x + 10)}" y="{_number(middle - 3 if kind else middle + 4)}" '
+             f'fill="{colour}">{escape(_fit(title, width, TITLE_PX))}</text>']
+    if kind:
         lines.append(f'<text class="kind" x="{_number(x + 10)}" y="{_number(middle + 11)}" fill="{colour}">'
-                     f'{escape(_fit(node.kind, width, KIND_PX))}</text>')
+                     f'{escape(_fit(kind, width, KIND_PX))}</text>')
     return (f'<g id="map-{node.id}" class="{classes}" data-layer="{node.layer.name.lower()}">'
             f"<title>{escape(node.description)}</title>"
             f'<rect x="{_number(x)}" y="{_number(item.y)}" width="{_number(width)}" height="{_number(item.height)}" '
