@@ -177,7 +177,7 @@ class Chromium:
 class Page:
     browser: Chromium
     session: str
-    requests: list[str] = field(default_factory=list)  # every URL the page asked for
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for while it loaded
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.browser.call(method, params, self.session)
@@ -189,8 +189,22 @@ class Page:
         if answer.get("errorText"):
             raise BrowserError(f"cannot open {url}: {answer['errorText']}")
         self.browser.wait_event("Page.loadEventFired", self.session)
-        self.requests += [e["params"]["request"]["url"] for e in self.browser.events
-                          if e.get("sessionId") == self.session and e.get("method") == "Network.requestWillBeSent"]
+        self.requests = self.requested()
+
+    def requested(self) -> list[str]:
+        """Every URL the page asked the network for since it was last navigated (events seen so far)."""
+        self.call("Runtime.evaluate", {"expression": "0"})  # a round trip: the events sent before it are in
+        return [e["params"]["request"]["url"] for e in self.browser.events
+                if e.get("sessionId") == self.session and e.get("method") == "Network.requestWillBeSent"]
+
+    def blocked(self) -> dict[str, str]:
+        """URL -> why Chromium stopped the request before it left (`csp`...), from the events seen so far."""
+        self.call("Runtime.evaluate", {"expression": "0"})
+        mine = [e for e in self.browser.events if e.get("sessionId") == self.session]
+        urls = {e["params"]["requestId"]: e["params"]["request"]["url"] for e in mine
+                if e.get("method") == "Network.requestWillBeSent"}
+        return {urls.get(e["params"]["requestId"], "?"): e["params"].get("blockedReason", "")
+                for e in mine if e.get("method") == "Network.loadingFailed"}
 
     def evaluate(self, expression: str, await_promise: bool = False) -> Any:
         """The value of a JavaScript expression in the page (JSON-serialisable values only)."""

@@ -338,7 +338,8 @@ def test_the_html_map_holds_the_nodes_and_edges_of_the_example(chromium: browser
     page.goto(path.as_uri())
     drawn = exposure_map.build(result.exposures, svg_map.CAP)
     found = json.loads(page.evaluate("""JSON.stringify(Array.from(document.querySelectorAll('svg .node')).map(g => ({
-        id: g.id, classes: g.getAttribute('class'), text: Array.from(g.querySelectorAll('text')).map(t => t.textContent),
+        id: g.id, classes: g.getAttribute('class'),
+        text: Array.from(g.querySelectorAll('text')).map(t => t.textContent),
         tooltip: g.querySelector('title').textContent, width: g.getBBox().width})))"""))
     by_id = {f["id"]: f for f in found}
     assert sorted(by_id) == sorted(svg_map.node_ids(drawn.nodes)) and len(found) == len(drawn.nodes)
@@ -361,6 +362,31 @@ def test_the_html_map_holds_the_nodes_and_edges_of_the_example(chromium: browser
     assert page.console_errors() == []
     _shot(page, "drifted-map.png", "svg.exposure-map")
     _shot(page, "drifted-page.png")
+
+
+def test_the_content_security_policy_admits_the_page_and_refuses_any_fetch(
+        chromium: browser.Chromium, drifted_page: tuple[Path, AuditResult]) -> None:
+    path, _ = drifted_page
+    page = chromium.page()
+    page.goto(path.as_uri())
+    # The inline style sheet and script are admitted by their hashes: the style applies, the script ran.
+    assert "system-ui" in page.evaluate("getComputedStyle(document.body).fontFamily")
+    assert page.evaluate("document.getElementById('filters').hidden") is False
+    refused = page.evaluate("""new Promise(resolve => {
+        const seen = [];
+        document.addEventListener('securitypolicyviolation', e => {
+            seen.push(e.effectiveDirective + ' ' + e.blockedURI); if (seen.length === 3) { resolve(seen.sort()); } });
+        fetch('http://127.0.0.1:9/beacon').catch(() => {});
+        new Image().src = 'http://127.0.0.1:9/pixel.png';
+        const script = document.createElement('script'); script.src = 'http://127.0.0.1:9/x.js';
+        document.body.appendChild(script);
+    })""", await_promise=True)
+    assert refused == ["connect-src http://127.0.0.1:9/beacon", "img-src http://127.0.0.1:9/pixel.png",
+                       "script-src-elem http://127.0.0.1:9/x.js"]
+    # DevTools sees each attempt, and Chromium stops it for the policy before it reaches the network.
+    assert page.blocked() == {"http://127.0.0.1:9/pixel.png": "csp", "http://127.0.0.1:9/x.js": "csp"}
+    assert set(page.requested()) == {path.as_uri(), *page.blocked()}
+    assert "http://127.0.0.1:9/beacon" not in page.requested()  # fetch() refused before it was even a request
 
 
 def _visible_rows(page: browser.Page) -> dict[str, int]:
@@ -422,7 +448,7 @@ def test_everything_is_shown_without_javascript(chromium: browser.Chromium,
 
 def test_nothing_from_hostile_input_runs_in_the_browser(chromium: browser.Chromium,
                                                          hostile: tuple[Path, AuditResult, str]) -> None:
-    path, result, _ = hostile
+    path, _, _ = hostile
     page = chromium.page()
     page.goto(path.as_uri())
     assert page.evaluate("document.title") == "Cilium exposure audit"
@@ -559,3 +585,30 @@ def test_the_readme_screenshots_are_committed_small_pngs(name: str) -> None:
     assert 600 <= width <= 2400 and 150 <= height <= 1200, (width, height)
     assert len(data) < 300_000
     assert f"](docs/images/{name})" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# --- a real GitOps repository ------------------------------------------------------------------------
+
+GITOPS = ROOT.parent / "shared" / "gitops"
+# The apps of bjw-s-labs/home-ops whose files today's loader reads (downloads/ and observability/
+# each hold a file it refuses, notes in tests/test_gitops_repos.py): its edge Gateways, and the
+# LoadBalancer Services its Helm values declare.
+BJW_S = ("network", "media", "home-automation", "kube-system")
+
+
+def test_a_real_gitops_repository_through_the_pictures(chromium: browser.Chromium, tmp_path: Path) -> None:
+    repo = GITOPS / "bjw-s-labs__home-ops" / "kubernetes" / "apps"
+    if not repo.is_dir():
+        pytest.skip(f"shared GitOps repositories not present at {GITOPS}")
+    path, result = _audit(tmp_path, *(str(repo / folder) for folder in BJW_S))
+    drawn = exposure_map.build(result.exposures, svg_map.CAP)
+    assert {kind for kind, _ in drawn.counts} == {VerdictKind.DRIFT, VerdictKind.SANCTIONED}
+    assert drawn.folding.nodes == 0 and len(drawn.nodes) >= 15
+    listeners = {n.title for n in drawn.nodes if n.layer is exposure_map.Layer.LISTENER}
+    assert {"envoy-external https", "envoy-internal https"} <= listeners
+    page = chromium.page(width=1800)
+    page.goto(path.as_uri())
+    assert page.evaluate("document.querySelectorAll('svg .node').length") == len(drawn.nodes)
+    assert page.evaluate("document.querySelectorAll('svg path.edge').length") == len(drawn.edges)
+    assert page.requests == [path.as_uri()] and page.console_errors() == []
+    _shot(page, "gitops-bjw-s-map.png", "svg.exposure-map")
