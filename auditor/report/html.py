@@ -216,7 +216,7 @@ def _refs(refs: Iterable[str]) -> str:
 def _verdict_cell(judged: JudgedEntrance) -> str:
     verdict = judged.verdict
     kind = verdict.kind.value
-    detail = {"sanctioned": verdict.by, "excepted": f"{verdict.by}: {verdict.reason}",
+    detail = {"sanctioned": f"{verdict.by}: {verdict.reason}", "excepted": f"{verdict.by}: {verdict.reason}",
               "drift": f"{verdict.rule}: {verdict.reason}", "unjudged": verdict.reason}[kind]
     return f'<span class="status {kind}">{kind}</span><br>{escape(detail)}'
 
@@ -286,7 +286,8 @@ def _input_section(result: AuditResult, sources: Sequence[ProblemSource] = INPUT
     lines = ['<h2 id="input">Input problems</h2>']
     if problems:
         rows = [_row([_code(p.where) if p.where else "", escape(p.what), escape(p.kind)]) for p in problems]
-        lines += ["<p>Every definition is audited; a rule looking an object up by name sees only the first.</p>",
+        lines += ["<p>What the input got wrong, by file and line. An object defined more than once is audited in "
+                  "each definition; a rule looking it up by name sees only the first.</p>",
                   *_table(["Where", "Problem", "Kind"], rows, ' id="input-problems"')]
     else:
         lines.append("<p>None.</p>")

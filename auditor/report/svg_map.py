@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from auditor.exposure import VerdictKind
-from auditor.report.exposure_map import ExposureMap, Layer, MapEdge, MapNode
+from auditor.report.exposure_map import ExposureMap, Layer, MapNode
 from auditor.report.mermaid import COLOURS, NEUTRAL
 
 # The HTML map draws up to this many nodes before folding namespaces.
@@ -354,6 +354,3 @@ def node_ids(items: Iterable[MapNode]) -> list[str]:
     """The SVG element ids of map nodes (what the tests look for)."""
     return [f"map-{node.id}" for node in items]
 
-
-def edge_ids(edges: Sequence[MapEdge]) -> list[str]:
-    return [f"map-e{number}" for number in range(1, len(edges) + 1)]
