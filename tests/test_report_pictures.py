@@ -485,7 +485,8 @@ def _render_mermaid(page: browser.Page, text: str, html_labels: bool = True) -> 
         mermaid.initialize({startOnLoad: false, securityLevel: 'strict', htmlLabels: htmlLabels,
                             flowchart: {htmlLabels: htmlLabels}});
         try {
-            const {svg, diagramType} = await mermaid.render('m' + Date.now().toString(36), text);
+            window.renders = (window.renders || 0) + 1;
+            const {svg, diagramType} = await mermaid.render('m' + window.renders, text);
             document.body.innerHTML = svg;
             const nodes = Array.from(document.querySelectorAll('g.node')).map(g => [
                 (g.id.match(/flowchart-(n\\d+)-/) || [])[1], g.textContent, g.getAttribute('class')]);
