@@ -295,17 +295,20 @@ def rbac(only_rules: tuple[str, ...], skip_rules: tuple[str, ...], name: str, na
     """Print the least-privilege RBAC `audit live` needs (ServiceAccount, ClusterRole, binding).
 
     Generated from the kinds the selected rules read: `list` on exactly those
-    resources, `get` on CustomResourceDefinitions. docs/rbac.yaml is this
-    output for every built-in rule.
+    resources, `get` on CustomResourceDefinitions; without --rule/--skip-rule,
+    also what `audit trace --live` reads (EndpointSlices, Leases).
+    docs/rbac.yaml is this output for every built-in rule.
     """
-    from auditor import registry
+    from auditor import kinds, registry
     from auditor.sources.live import rbac as rbac_module
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
     command = ("audit rbac" + "".join(f" --rule {r}" for r in only_rules)
                + "".join(f" --skip-rule {r}" for r in skip_rules))
+    # `audit trace --live` reads every rule's kinds and a few more: the role for every rule grants them.
+    extra = () if only_rules or skip_rules else kinds.TRACE_KINDS
     try:
-        text = rbac_module.render(rule_set.rules, name, namespace, command=command)
+        text = rbac_module.render(rule_set.rules, name, namespace, command=command, extra=extra)
     except rbac_module.UnknownKinds as error:
         raise AuditError(str(error)) from None
     click.echo(text, nl=False)
