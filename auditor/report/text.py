@@ -306,7 +306,8 @@ def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
 # --- the rest of the report ---------------------------------------------------------------
 
 
-def _target(result: AuditResult) -> str:
+def target_line(result: AuditResult) -> str:
+    """What was audited, for headings: the inputs, the cluster (server, version, fingerprint) or the fleet."""
     snapshot = result.snapshot
     target = ", ".join(shown(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
     if snapshot.cluster is not None and snapshot.mode == "live":
@@ -331,7 +332,7 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
     snapshot = result.snapshot
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines = [ctx.style(line, "bold") for line in
-             wrap(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+             wrap(f"Audit of {target_line(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
     lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
     if ctx.verbosity is Verbosity.VERBOSE:
         for note in result.notes:
