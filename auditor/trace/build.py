@@ -17,8 +17,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from auditor import kinds
 from auditor.engine import AuditResult
-from auditor.errors import AuditError
+from auditor.errors import AuditError, ClusterError
 from auditor.exposure import (
     Backend,
     Detached,
@@ -32,6 +33,7 @@ from auditor.exposure.gateway import hostnames_intersect
 from auditor.exposure.index import HOSTNAME_PROTOCOLS
 from auditor.model import ObjectRef
 from auditor.report.text import shown
+from auditor.snapshot import CoverageState
 from auditor.trace.hops import Hops
 from auditor.trace.model import Chain, Hop, HopKind, HopStatus, Target, TargetKind, Trace
 
@@ -286,11 +288,26 @@ def _gateway_chains(tracer: _Tracer, target: Target, ref: ObjectRef) -> list[Cha
     return [Chain(f"Gateway {_name(gateway.ref)}", (hop,))]
 
 
+# Kinds whose failed read only hides one hop (it is then `unseen`); any other failed kind hides ways in.
+_PER_HOP_KINDS = frozenset({kinds.LEASE, kinds.ENDPOINT_SLICE, kinds.SECRET, kinds.CERT_MANAGER_CERTIFICATE})
+
+
+def _check_read(result: AuditResult, target: Target) -> None:
+    """Fail closed: a kind the exposure model reads that could not be read may hide a way in, a pool or
+    a route, so no chain drawn without it is trusted (exit 3, as for an audit that could not read)."""
+    failed = [coverage.reason or gk for gk, coverage in sorted(result.snapshot.listed.items())
+              if coverage.state is CoverageState.FAILED and gk not in _PER_HOP_KINDS]
+    if failed:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise ClusterError(f"cannot trace '{shown(target.text, QUERY_LIMIT)}': {shown(failed[0], 2000)}{more}")
+
+
 def trace(result: AuditResult, target: Target) -> Trace:
     """The chains that reach `target` in the audited input; `UnknownTarget` when it knows no such target."""
     model = result.exposure_model
     if model is None:  # a fleet: each cluster has its own model (the command reads one cluster)
         raise AuditError("audit trace reads one cluster or one input at a time")
+    _check_read(result, target)
     tracer = _Tracer(result, model)
     if target.kind is TargetKind.HOSTNAME or target.ref is None:
         chains = _hostname_chains(tracer, target.text)
