@@ -96,6 +96,20 @@ def test_a_way_in_no_rule_judged_exits_3() -> None:
     assert text.code == 3 and "Verdict: INCOMPLETE" in text.stdout
 
 
+def test_a_rule_that_did_not_run_offline_fails_only_with_require_complete(tmp_path: Path) -> None:
+    """A GitOps tree without workloads (Helm renders them): the hostPort rule cannot run, but no way in is
+    left unjudged; as for audits, that fails the run only with --require-complete."""
+    manifest = tmp_path / "edge.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: smtp, namespace: mail}\n"
+                        "spec: {type: ClusterIP, ports: [{port: 25}]}\n", encoding="utf-8")
+    plain = as_json(exposure(str(manifest), "-o", "json"))
+    assert plain["summary"]["exitCode"] == 0 and plain["summary"]["notJudged"] == []
+    assert any(why.startswith("rule hostport-not-excepted is not-run") for why in plain["summary"]["notChecked"])
+    assert "Verdict: PASS on what could be checked" in exposure(str(manifest)).stdout
+    strict = as_json(exposure(str(manifest), "--require-complete", "-o", "json"))
+    assert strict["summary"]["exitCode"] == 3 and strict["summary"]["notChecked"] == []
+
+
 def test_fail_on_and_the_exception_list_decide_as_in_an_audit(tmp_path: Path) -> None:
     exceptions = tmp_path / "exceptions.yaml"
     exceptions.write_text("exceptions:\n" + "".join(
@@ -140,7 +154,7 @@ def test_hostile_names_are_shown_escaped(tmp_path: Path) -> None:
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: \"evil\\e]0;owned\\a\\u202e\"\n  namespace: shop\n"
         "spec:\n  type: NodePort\n  ports: [{port: 80, nodePort: 30080}]\n", encoding="utf-8")
     result = exposure(str(manifest))
-    assert result.code == 3  # no workload in the input: the hostPort/hostNetwork rules do not run
+    assert result.code == 1  # drift (the hostPort/hostNetwork rules do not run: no workload, nothing unjudged)
     assert ESC not in result.stdout and "\u202e" not in result.stdout and chr(7) not in result.stdout
     assert "evil\\x1b]0;owned\\x07\\u202e" in result.stdout
 

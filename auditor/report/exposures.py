@@ -15,9 +15,9 @@ way in. The JSON is the report's `exposures` section (the same objects,
 judging rules and a summary (schema: auditor/data/exposures.schema.json).
 
 Exit codes, as for audits: 3 when a way in could not be judged (its rule was
-not selected, did not run, or is in error, or a rule judging ways in could not
-run at all), else 1 when a way in is drift with a finding at or above
-`--fail-on`, else 0.
+not selected, did not run, or is in error), when a rule judging ways in is in
+error, or with --require-complete (always live) when one did not run; else 1
+when a way in is drift with a finding at or above `--fail-on`, else 0.
 """
 
 from __future__ import annotations
@@ -201,7 +201,8 @@ class Outcome:
     """What the ways in of an audit come to: counts, what could not be judged, what fails."""
 
     counts: Counter[VerdictKind]
-    unjudged: tuple[str, ...]  # why ways in (or whole rules judging them) could not be judged
+    unjudged: tuple[str, ...]  # why ways in were not judged, or a rule judging them could not read: exit 3
+    unchecked: tuple[str, ...]  # rules judging ways in that did not run on offline input (not failing)
     failing: int  # drift ways in whose finding fails the gate
 
     @property
@@ -212,21 +213,27 @@ class Outcome:
 
 
 def outcome(result: AuditResult) -> Outcome:
+    """As for audits: a way in whose verdict is unknown, or a rule judging ways in in error, is incomplete
+    (exit 3); a rule that did not run on offline input (no workload in a GitOps repository: no hostPort to
+    see) only with --require-complete (always live)."""
     counts: Counter[VerdictKind] = Counter(j.verdict.kind for j in result.exposures)
     statuses = {r.id: r for r in result.rules}
-    unjudged = []
-    for rule_id in EXPOSURE_RULES:  # a rule that could not run may leave ways in unseen, not only unjudged
+    unjudged: list[str] = []
+    unchecked: list[str] = []
+    for rule_id in EXPOSURE_RULES:
         rule = statuses.get(rule_id)
-        if rule is None:
-            unjudged.append(f"rule {rule_id} was not selected")
-        elif rule.status not in (RuleStatus.PASSED, RuleStatus.FAILED):
-            unjudged.append(f"rule {rule_id} is {rule.status.value}: {rule.reason}")
-    unjudged += sorted({j.verdict.reason for j in result.exposures if j.verdict.kind is VerdictKind.UNJUDGED}
-                       - set(unjudged))
+        if rule is not None and rule.status in (RuleStatus.PASSED, RuleStatus.FAILED):
+            continue
+        why = f"rule {rule_id} was not selected" if rule is None else f"rule {rule_id} is {rule.status.value}: " \
+            f"{rule.reason}"
+        error = rule is not None and rule.status is RuleStatus.ERROR
+        (unjudged if error or result.require_complete else unchecked).append(why)
+    ways = sorted({j.verdict.reason for j in result.exposures if j.verdict.kind is VerdictKind.UNJUDGED})
+    unjudged += [why for why in ways if why not in unjudged]
     failing = {(f.cluster, f.rule, f.object) for f in result.failing}
     drift = sum(1 for j in result.exposures if j.verdict.kind is VerdictKind.DRIFT
                 and (j.cluster, j.entrance.rule, j.entrance.subject.ref) in failing)
-    return Outcome(counts, tuple(unjudged), drift)
+    return Outcome(counts, tuple(unjudged), tuple(w for w in unchecked if w not in unjudged), drift)
 
 
 def _summary(result: AuditResult, found: Outcome, width: int, style: _Style) -> list[str]:
@@ -235,11 +242,18 @@ def _summary(result: AuditResult, found: Outcome, width: int, style: _Style) -> 
         f"{_plural(len(result.exposures), 'way')} in: {counts}", width, "", "  "))]
     if found.unjudged:
         lines += wrap(f"not judged: {'; '.join(shown(u, LINE_LIMIT) for u in found.unjudged)}", width, "", "  ")
+    if found.unchecked:
+        lines += wrap(f"not checked: {'; '.join(shown(u, LINE_LIMIT) for u in found.unchecked)}", width, "", "  ")
+    if found.unjudged:
         verdict, colour = "Verdict: INCOMPLETE (some ways in could not be judged; exit 3)", "red"
     elif found.failing:
         verdict = (f"Verdict: FAIL ({_plural(found.failing, 'way')} in drift at or above {result.fail_on.value}; "
                    "exit 1)")
         colour = "red"
+    elif found.unchecked:
+        verdict = ("Verdict: PASS on what could be checked (some rules judging ways in did not run; "
+                   "--require-complete makes that fail)")
+        colour = "yellow"
     else:
         verdict, colour = "Verdict: PASS (every way in is sanctioned, excepted or below --fail-on)", "green"
     return [*lines, *(style(line, colour) for line in wrap(verdict, width, "", "  "))]
@@ -285,6 +299,7 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
             "failing": found.failing,
             "failOn": result.fail_on.value,
             "notJudged": list(found.unjudged),
+            "notChecked": list(found.unchecked),
             "exitCode": found.exit_code,
         },
         "rules": [rule_dict(r) for r in result.rules if r.id in EXPOSURE_RULES],
