@@ -157,9 +157,21 @@ def test_an_unknown_target_exits_2_with_the_closest_known_ones(target: str, clos
     assert "unknown target" in line and f"closest known targets: {closest}" in line
 
 
-def test_a_malformed_target_is_a_usage_error() -> None:
-    line = _one_line(trace("Service/argocd", "common", "gateway", "app"))
-    assert "is not valid: TARGET is a hostname" in line
+@pytest.mark.parametrize("target", ["Service/argocd/argocd-server/extra", "Pod/argocd/argocd-server", "Gateway//edge",
+                                    " "])
+def test_a_malformed_target_is_a_usage_error(target: str) -> None:
+    line = _one_line(trace(target, "common", "gateway", "app"))
+    assert "TARGET is a hostname" in line
+
+
+def test_an_object_without_a_namespace_is_kind_slash_name(tmp_path: Path) -> None:
+    """Manifests whose namespace a Kustomization sets keep none: `Gateway/NAME` names them."""
+    gateway = tmp_path / "edge.yaml"
+    gateway.write_text((TRACE / "gateway" / "edge.yaml").read_text(encoding="utf-8").replace(
+        "  namespace: gateway\n", "", 1), encoding="utf-8")
+    result = run_cli("trace", "Gateway/edge", str(TRACE / "common"), str(gateway), "-o", "json", *AS_OF)
+    assert result.code == 1 and payload(result)["target"]["object"]["namespace"] is None
+    assert "Gateway edge is the edge" in result.stdout
 
 
 def test_hostile_targets_are_printed_safely() -> None:

@@ -181,7 +181,7 @@ class _Builder:
             entrances=tuple(entrances), services=views, listed=tuple(listed), implied=tuple(implied.values()),
             declared=tuple(declared),
             gateways=tuple(gateways), routes=tuple(routes), node_addresses=self.node_ips, settings=self.settings,
-            notes=tuple(dict.fromkeys(self.notes)),
+            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index,
         )
 
     # --- Services ---------------------------------------------------------------------------

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from auditor import TOOL_NAME, __version__
 from auditor.engine import AuditResult
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from auditor.exposure import EXPOSURE_RULES, JudgedEntrance, VerdictKind, describe_announcing
 from auditor.model import ObjectRef, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Presentation, Verbosity
-from auditor.report.json_report import rule_dict
-from auditor.report.json_report import to_dict as report_dict
+from auditor.report.json_report import exposure_dict, rule_dict, sources_dict, target_dict
 from auditor.report.sources import ConfigSources
 from auditor.report.text import (
     LINE_LIMIT,
@@ -285,14 +285,13 @@ def render_text(result: AuditResult, color: bool = False, width: int = DEFAULT_W
 
 def to_dict(result: AuditResult) -> dict[str, Any]:
     """The JSON of `audit exposure` (auditor/data/exposures.schema.json)."""
-    report = report_dict(result)
     found = outcome(result)
     return {
         "exposuresVersion": EXPOSURES_VERSION,
-        "tool": report["tool"],
-        "asOf": report["asOf"],
-        "target": report["target"],
-        "sources": report["sources"],
+        "tool": {"name": TOOL_NAME, "version": __version__},
+        "asOf": result.as_of.isoformat(),
+        "target": target_dict(result),
+        "sources": sources_dict(result),
         "summary": {
             "ways": len(result.exposures),
             **{kind.value: found.counts[kind] for kind in VerdictKind},
@@ -303,7 +302,7 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
             "exitCode": found.exit_code,
         },
         "rules": [rule_dict(r) for r in result.rules if r.id in EXPOSURE_RULES],
-        "exposures": report["exposures"],
+        "exposures": [exposure_dict(judged) for judged in result.exposures],
     }
 
 

@@ -15,7 +15,9 @@ matching hostname, or sets none on a listener whose hostname matches.
 from __future__ import annotations
 
 import difflib
+from collections import defaultdict
 from collections.abc import Iterable
+from functools import cached_property
 
 from auditor import kinds
 from auditor.engine import AuditResult
@@ -38,7 +40,8 @@ from auditor.trace.hops import Hops
 from auditor.trace.model import Chain, Hop, HopKind, HopStatus, Target, TargetKind, Trace
 
 QUERY_LIMIT = 300  # characters of a target compared with the known ones (a DNS name has at most 253)
-USAGE = "TARGET is a hostname (argocd.cluster.lan), Service/NAMESPACE/NAME or Gateway/NAMESPACE/NAME"
+USAGE = ("TARGET is a hostname (argocd.cluster.lan), Service/NAMESPACE/NAME or Gateway/NAMESPACE/NAME "
+         "(Kind/NAME for an object without a namespace)")
 _KINDS = {"service": TargetKind.SERVICE, "svc": TargetKind.SERVICE, "gateway": TargetKind.GATEWAY,
           "gw": TargetKind.GATEWAY}
 
@@ -56,10 +59,12 @@ def parse_target(text: str) -> Target:
         return Target(TargetKind.HOSTNAME, hostname)
     parts = text.split("/")
     kind = _KINDS.get(parts[0].lower())
-    if kind is None or len(parts) != 3 or not parts[1] or not parts[2]:
+    if kind is None or len(parts) not in (2, 3) or not all(parts[1:]):
         raise AuditError(f"TARGET '{shown(text, QUERY_LIMIT)}' is not valid: {USAGE}")
-    ref = ObjectRef("Service" if kind is TargetKind.SERVICE else "Gateway", parts[1], parts[2])
-    return Target(kind, f"{ref.kind}/{parts[1]}/{parts[2]}", ref)
+    # `Kind/NAME`: an object the input gives no namespace (a manifest whose namespace a Kustomization sets).
+    namespace, name = (parts[1], parts[2]) if len(parts) == 3 else (None, parts[1])
+    ref = ObjectRef("Service" if kind is TargetKind.SERVICE else "Gateway", namespace, name)
+    return Target(kind, ref.display, ref)
 
 
 def _name(ref: ObjectRef) -> str:
@@ -177,14 +182,19 @@ class _Tracer:
                 chains.append(Chain(title, (*head, *self.listener_hops(listener, mismatch), route_hop, *tail), door))
         return chains
 
-    def doors(self, listener: ListenerHop) -> list[JudgedEntrance]:
-        """One way in per address and port where `listener` takes traffic."""
-        doors: dict[tuple[str, str, str], JudgedEntrance] = {}
+    @cached_property
+    def _doors(self) -> dict[ListenerHop, dict[tuple[str, str, str], JudgedEntrance]]:
+        found: dict[ListenerHop, dict[tuple[str, str, str], JudgedEntrance]] = defaultdict(dict)
         for judged in self.result.exposures:
             entrance = judged.entrance
-            if entrance.listener == listener:
-                doors.setdefault((str(entrance.channel), entrance.address.display, entrance.port_display), judged)
-        return list(doors.values())
+            if entrance.listener is not None:
+                found[entrance.listener].setdefault(
+                    (str(entrance.channel), entrance.address.display, entrance.port_display), judged)
+        return found
+
+    def doors(self, listener: ListenerHop) -> list[JudgedEntrance]:
+        """One way in per address and port where `listener` takes traffic (indexed once)."""
+        return list(self._doors.get(listener, {}).values())
 
     def detached(self, routes: Iterable[RouteView], only: ObjectRef | None = None,
                  gateway: ObjectRef | None = None) -> list[Chain]:

@@ -33,7 +33,6 @@ from auditor.exposure import (
     ServiceView,
     describe_announcing,
 )
-from auditor.exposure.workloads import WORKLOAD_KINDS, WorkloadIndex
 from auditor.model import K8sObject, ObjectRef, as_list, as_mapping, as_str
 from auditor.snapshot import CoverageState
 from auditor.trace.model import Hop, HopKind, HopStatus
@@ -209,10 +208,6 @@ class Hops:
                 found[(piece.namespace, service)].append(piece)
         return found
 
-    @cached_property
-    def _workloads(self) -> WorkloadIndex:
-        return WorkloadIndex(self.snapshot.of_kind(*WORKLOAD_KINDS))
-
     def endpoints(self, service: ObjectRef) -> Hop | None:
         """Live: the Service's ready endpoints. Offline: the workloads its selector selects (None: no Service,
         or one with no endpoints to have, ExternalName)."""
@@ -233,7 +228,7 @@ class Hops:
         if not view.pod_selector:
             return Hop(HopKind.ENDPOINTS, HopStatus.UNSEEN, summary,
                        "the Service has no selector: its endpoints are managed by hand, and the input shows none")
-        selected = self._workloads.selected_by(view.ref.namespace, view.pod_selector)
+        selected = self.model.workloads_of(view)
         selector = ", ".join(f"{k}={v}" for k, v in sorted(view.pod_selector.items()))
         if not selected:
             return Hop(HopKind.ENDPOINTS, HopStatus.UNSEEN, summary,
@@ -241,7 +236,7 @@ class Hops:
                        "elsewhere; ready endpoints are seen live)")
         names = ", ".join(f"{w.ref.kind} {_name(w.ref)}" for w in selected)
         return Hop(HopKind.ENDPOINTS, HopStatus.OK, f"{names} (selector {selector})",
-                   "ready endpoints are seen live only", tuple(_evidence(w, "pod template labels") for w in selected))
+                   "ready endpoints are seen live only", tuple(w.evidence for w in selected))
 
 
 def _ready_endpoints(service: ObjectRef, slices: list[K8sObject]) -> Hop:

@@ -8,8 +8,7 @@ from typing import Any
 from auditor import TOOL_NAME, __version__
 from auditor.engine import AuditResult
 from auditor.exposure import Evidence
-from auditor.report.json_report import exposure_dict, object_dict, source_dict
-from auditor.report.json_report import to_dict as report_dict
+from auditor.report.json_report import exposure_dict, object_dict, source_dict, sources_dict, target_dict
 from auditor.report.sources import ConfigSources
 from auditor.report.text import (
     LINE_LIMIT,
@@ -111,15 +110,14 @@ def _hop_dict(hop: Hop) -> dict[str, Any]:
 
 
 def to_dict(found: Trace, result: AuditResult) -> dict[str, Any]:
-    report = report_dict(result)
     first = found.first_broken
     counts = {status: sum(1 for c in found.chains if c.status is status) for status in HopStatus}
     return {
         "traceVersion": TRACE_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
-        "asOf": report["asOf"],
-        "input": report["target"],
-        "sources": report["sources"],
+        "asOf": result.as_of.isoformat(),
+        "input": target_dict(result),
+        "sources": sources_dict(result),
         "target": {"text": found.target.text, "kind": found.target.kind.value,
                    "object": object_dict(found.target.ref) if found.target.ref is not None else None},
         "summary": {
