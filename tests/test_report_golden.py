@@ -43,6 +43,7 @@ EPOCH = "1764000000"
 FILE_FORMATS = ("json", "junit", "sarif", "markdown", "prometheus", "codequality")
 WIDTHS = (80, 100, 200)
 CI_EXCEPTIONS = ("--exceptions", "tests/fixtures/ci/exceptions.yaml")
+TRACE_WHOLE = tuple(f"tests/fixtures/trace/{folder}" for folder in ("common", "gateway", "app"))
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,12 @@ SCENARIOS = (
     Scenario("ci-mr-nodeport-builtin-verbose",
              ("tests/fixtures/ci/mr", "--rule", "nodeport-service-not-excepted", "-v", *AS_OF),
              formats=("sarif", "markdown")),
+    # `audit exposure` (its own text and JSON) and `audit trace` (a whole chain, and one broken at the route).
+    Scenario("exposure", ("exposure", "tests/fixtures/clusters/exposure.yaml", *AS_OF), formats=("json",)),
+    Scenario("trace-whole", ("trace", "argocd.cluster.lan", *TRACE_WHOLE, *AS_OF), formats=()),
+    Scenario("trace-route-not-attached", ("trace", "argocd.cluster.lan", "tests/fixtures/trace/common",
+                                          "tests/fixtures/trace/gateway", "tests/fixtures/trace/route-section-name",
+                                          *AS_OF), formats=()),
 )
 DIFFS = (
     ("diff-main-mr", (f"{GOLDEN_REL}/ci-main/audit.json", f"{GOLDEN_REL}/ci-mr/audit.json")),

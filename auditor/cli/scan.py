@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -27,29 +31,82 @@ def stdin_is_closed() -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class InputOptions:
+    """The options of offline input: limits and the Cilium Helm values given beside it."""
+
+    max_file_bytes: int
+    max_files: int
+    max_alias_expansion: int
+    max_yaml_nodes: int
+    max_json_nodes: int
+    allow_no_objects: bool
+    cilium_values: tuple[str, ...]
+
+
+# The parameters of the offline-only options (commands that also read clusters refuse them with --live).
+OFFLINE_ONLY = ("max_file_bytes", "max_files", "max_alias_expansion", "max_yaml_nodes", "max_json_nodes",
+                "allow_no_objects", "cilium_values")
+
+
+def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the offline input options, collected into `inputs: InputOptions`."""
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["inputs"] = InputOptions(**{name: kwargs.pop(name) for name in OFFLINE_ONLY})
+        return command(**kwargs)
+
+    decorators = [
+        click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
+                     help="Refuse input files larger than this."),
+        click.option("--max-files", type=click.IntRange(min=1), default=50_000, show_default=True,
+                     help="Refuse folders holding more manifest files than this."),
+        click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
+                     help="Refuse YAML documents whose aliases add more nodes than this."),
+        click.option("--max-yaml-nodes", type=click.IntRange(min=1), default=2_000_000, show_default=True,
+                     help="Refuse YAML files that would build more nodes than this (estimated before parsing)."),
+        click.option("--max-json-nodes", type=click.IntRange(min=1), default=14_000_000, show_default=True,
+                     help="Refuse JSON files that could hold more values than this (estimated before parsing)."),
+        click.option("--allow-no-objects", is_flag=True,
+                     help="Input without any Kubernetes object is not an error: every rule is then not-run "
+                          "(for pre-commit runs on commits that change only other YAML)."),
+        click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
+                     help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
+                          "as with helm -f). The cilium-config ConfigMap, when in the input, still wins."),
+    ]
+    decorated: Callable[..., Any] = wrapper
+    for decorator in reversed(decorators):
+        decorated = decorator(decorated)
+    return decorated
+
+
+def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Any) -> Any:
+    """The snapshot of offline input `paths` (with the Cilium values files given beside it)."""
+    from auditor.cilium.helm_values import read_values_file
+    from auditor.sources.files import ReadLimits, read_paths
+
+    if STDIN in paths and stdin_is_closed():
+        raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
+    values_files = [read_values_file(path) for path in inputs.cilium_values]
+    limits = ReadLimits(max_file_bytes=inputs.max_file_bytes, max_files=inputs.max_files,
+                        max_alias_expansion=inputs.max_alias_expansion, max_yaml_nodes=inputs.max_yaml_nodes,
+                        max_json_nodes=inputs.max_json_nodes)
+    # freeze: what was read stays for the rest of this short-lived process (docs/performance.md).
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=inputs.allow_no_objects, freeze=True)
+    if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
+        snapshot.cluster.label = posture.cluster_label(snapshot.cluster.fingerprint)
+    snapshot.cilium_values = values_files
+    snapshot.inputs.extend(f"--cilium-values {values.ref.name}" for values in values_files)
+    return snapshot
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...", type=INPUT_PATH)
 @audit_options
-@click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
-              help="Refuse input files larger than this.")
-@click.option("--max-files", type=click.IntRange(min=1), default=50_000, show_default=True,
-              help="Refuse folders holding more manifest files than this.")
-@click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
-              help="Refuse YAML documents whose aliases add more nodes than this.")
-@click.option("--max-yaml-nodes", type=click.IntRange(min=1), default=2_000_000, show_default=True,
-              help="Refuse YAML files that would build more nodes than this (estimated before parsing).")
-@click.option("--max-json-nodes", type=click.IntRange(min=1), default=14_000_000, show_default=True,
-              help="Refuse JSON files that could hold more values than this (estimated before parsing).")
-@click.option("--allow-no-objects", is_flag=True,
-              help="Input without any Kubernetes object is not an error: every rule is then not-run "
-                   "(for pre-commit runs on commits that change only other YAML).")
-@click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
-              help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
-                   "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
+@input_options
 @click.pass_context
-def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
-         max_alias_expansion: int, max_yaml_nodes: int, max_json_nodes: int, allow_no_objects: bool,
-         cilium_values: tuple[str, ...]) -> None:
+def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inputs: InputOptions) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
@@ -57,18 +114,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
     """
-    from auditor.cilium.helm_values import read_values_file
-    from auditor.sources.files import ReadLimits, read_paths
-
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     prepared = prepare(options)
-    values_files = [read_values_file(path) for path in cilium_values]
-    limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
-                        max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
-    if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
-        snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
-    snapshot.cilium_values = values_files
-    snapshot.inputs.extend(f"--cilium-values {values.ref.name}" for values in values_files)
+    snapshot = read_input(paths, inputs, prepared.posture)
     ctx.exit(finish(snapshot, prepared, options))

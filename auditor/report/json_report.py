@@ -236,15 +236,22 @@ def exposure_dict(judged: JudgedEntrance) -> dict[str, Any]:
     return out
 
 
-def to_dict(result: AuditResult) -> dict[str, Any]:
+def target_dict(result: AuditResult) -> dict[str, Any]:
+    """The report's `target` member: what was read (the mode, the inputs, the cluster or the fleet)."""
     snapshot = result.snapshot
-    sources = sources_dict(result)
-    remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
     target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
     if snapshot.cluster is not None:
         target["cluster"] = _cluster_dict(snapshot.cluster)
     if result.fleet:  # each cluster of a fleet, with its own outcome
         target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
+    return target
+
+
+def to_dict(result: AuditResult) -> dict[str, Any]:
+    snapshot = result.snapshot
+    sources = sources_dict(result)
+    remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
+    target = target_dict(result)
     out: dict[str, Any] = {
         "reportVersion": REPORT_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},

@@ -75,8 +75,9 @@ class _Style:
 # With colour on, only plain SGR colour sequences (what `_Style` writes) pass.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_BUT_COLOUR = re.compile(r"\x1b(?!\[\d{1,2}m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]")
-# In one laid-out field, tabs and newlines would break the layout too.
-_CONTROL_IN_FIELD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# In one laid-out field, tabs and newlines would break the layout too; and the Unicode bidirectional
+# embeddings, overrides and isolates would reorder what is shown (as auditor/sources/live/safe_text.py).
+_CONTROL_IN_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralize(text: str, colour: bool) -> str:
@@ -98,7 +99,12 @@ def elide(text: str, limit: int) -> str:
 
 def shown(text: str, limit: int) -> str:
     """An input-derived string as the report shows it: capped, then every control character escaped."""
-    return _CONTROL_IN_FIELD.sub(lambda match: f"\\x{ord(match.group()):02x}", elide(text, limit))
+    return _CONTROL_IN_FIELD.sub(_spelled, elide(text, limit))
+
+
+def _spelled(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> list[str]:
@@ -306,7 +312,8 @@ def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
 # --- the rest of the report ---------------------------------------------------------------
 
 
-def _target(result: AuditResult) -> str:
+def target_line(result: AuditResult) -> str:
+    """What was audited, for headings: the inputs, the cluster (server, version, fingerprint) or the fleet."""
     snapshot = result.snapshot
     target = ", ".join(shown(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
     if snapshot.cluster is not None and snapshot.mode == "live":
@@ -331,7 +338,7 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
     snapshot = result.snapshot
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines = [ctx.style(line, "bold") for line in
-             wrap(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+             wrap(f"Audit of {target_line(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
     lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
     if ctx.verbosity is Verbosity.VERBOSE:
         for note in result.notes:
