@@ -43,19 +43,27 @@ def stdin_is_closed() -> bool:
 @click.option("--allow-no-objects", is_flag=True,
               help="Input without any Kubernetes object is not an error: every rule is then not-run "
                    "(for pre-commit runs on commits that change only other YAML).")
+@click.option("--strict-input", is_flag=True,
+              help="A file of a folder that cannot be read stops the run (exit 2, one line naming it) instead "
+                   "of being listed as an input problem (the run is then incomplete: exit 3).")
 @click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
               help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
                    "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
 @click.pass_context
 def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
          max_alias_expansion: int, max_yaml_nodes: int, max_json_nodes: int, allow_no_objects: bool,
-         cilium_values: tuple[str, ...]) -> None:
+         strict_input: bool, cilium_values: tuple[str, ...]) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
     several YAML documents), a folder of manifests read recursively (*.yaml,
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
+
+    A file of a folder that cannot be read (invalid YAML, a duplicate key, a
+    local tag in a manifest) is an input problem: listed in every report,
+    none of its objects used, the rest audited, and the run exits 3
+    (incomplete); --strict-input stops at it instead (exit 2).
     """
     from auditor.cilium.helm_values import read_values_file
     from auditor.sources.files import ReadLimits, read_paths
@@ -66,7 +74,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_
     values_files = [read_values_file(path) for path in cilium_values]
     limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
                         max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects,
+                          input_problems=not strict_input, freeze=True)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
     snapshot.cilium_values = values_files

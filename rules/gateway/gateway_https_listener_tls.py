@@ -50,6 +50,7 @@ class GatewayHttpsListenerTls(Rule):
     id = "gateway-https-listener-tls"
     severity = Severity.ERROR
     title = "HTTPS Gateway listener without TLS termination or without its certificate"
+    nothing_to_check = "HTTPS or TLS listener"
     rationale_fact = (
         "In Gateway API an HTTPS listener requires a tls block; mode Terminate (the default) requires "
         "at least one certificateRef, and Passthrough is meant for TLS listeners, not HTTPS. A listener "
