@@ -180,7 +180,13 @@ class NamespaceMissingDefaultDeny(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        holders = self._namespaces_with_workloads(snapshot, ctx)
+        holders, unplaced = self._namespaces_with_workloads(snapshot, ctx)
+        if unplaced:  # which namespaces they deploy into is not in the input: the verdict is on the others
+            what = _unplaced_text(unplaced)
+            if not holders:
+                raise NotRun(f"{what}: which namespaces they deploy into is unknown")
+            ctx.did_not_see(f"the namespaces of {what}", "no metadata.namespace (or targetNamespace) the input "
+                            "resolves: kustomize or Flux sets it")
         if not holders:
             return
         enforcement = ctx.concrete_setting(cilium_keys.ENABLE_POLICY)
@@ -254,21 +260,37 @@ class NamespaceMissingDefaultDeny(Rule):
         return denied, [(rule, directions) for rule, directions in clusterwide if directions]
 
     @staticmethod
-    def _namespaces_with_workloads(snapshot: Snapshot, ctx: RuleContext) -> dict[str, list[K8sObject]]:
+    def _namespaces_with_workloads(snapshot: Snapshot,
+                                   ctx: RuleContext) -> tuple[dict[str, list[K8sObject]], list[K8sObject]]:
+        """The objects deploying into each namespace, and those whose namespace the input does not say
+        (a manifest without metadata.namespace, which kustomize or Flux would set; a `${VAR}`)."""
         holders: dict[str, list[K8sObject]] = {}
+        unplaced: list[K8sObject] = []
         for obj in snapshot.of_kind(*kinds.WORKLOAD_KINDS, kinds.SERVICE, *DEPLOYERS):
             namespace = deploys_into(obj)
-            if namespace is None or ctx.posture.namespace_excluded(namespace):
+            if namespace is None:
+                if obj.gk != kinds.ARGO_APPLICATION:  # an Application without a destination namespace: its objects'
+                    unplaced.append(obj)
+                continue
+            if ctx.posture.namespace_excluded(namespace):
                 continue
             if obj.gk == kinds.SERVICE and namespace == "default" and obj.name == "kubernetes":
                 continue  # the API server's own Service
             holders.setdefault(namespace, []).append(obj)
-        return holders
+        return holders, unplaced
 
     @staticmethod
     def _namespace_ref(snapshot: Snapshot, namespace: str) -> ObjectRef:
         obj = snapshot.get(kinds.NAMESPACE, None, namespace)
         return obj.ref if obj is not None else ObjectRef("Namespace", None, namespace, "v1")
+
+
+def _unplaced_text(unplaced: list[K8sObject]) -> str:
+    """`3 HelmRelease, 1 Service whose namespace the input does not show (...)` (the first few named)."""
+    counts = Counter(obj.kind for obj in unplaced)
+    named = ", ".join(obj.ref.display for obj in unplaced[:3]) + (" ..." if len(unplaced) > 3 else "")
+    return f"{', '.join(f'{n} {kind}' for kind, n in sorted(counts.items()))} whose namespace the input does not " \
+           f"show ({named})"
 
 
 def _holding(namespace: str, holders: dict[str, list[K8sObject]]) -> str:
