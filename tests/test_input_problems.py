@@ -39,7 +39,7 @@ TREE_REL = TREE.relative_to(ROOT).as_posix()
 BROKEN = f"{TREE_REL}/apps/web/web.yaml"
 PROBLEM = "duplicate key 'image' (first at line 26)"
 AS_OF = ("--as-of", "2026-11-29")
-FORMATS = ("json", "junit", "sarif", "markdown", "prometheus", "codequality")
+FORMATS = ("json", "junit", "sarif", "markdown", "prometheus", "codequality", "html")
 
 
 def _audit(tmp_path: Path, tree: str, *extra: str) -> tuple[int, str, str, dict[str, str]]:
@@ -93,7 +93,7 @@ def test_objects_of_the_broken_file_are_never_half_used(broken) -> None:
     assert not [f for f in report["findings"] if f["object"]["namespace"] == "web" or f["object"]["name"] == "web"]
     assert not [e for e in report["exposures"] if e["subject"]["object"]["namespace"] == "web"]
     assert "Service/web/web" not in stdout and "Namespace/web" not in stdout
-    for name in ("junit", "sarif", "markdown", "codequality"):
+    for name in ("junit", "sarif", "markdown", "codequality", "html"):
         assert "Service/web/web" not in files[name], name
     assert report["ignoredDocuments"] == 2  # mkdocs.yml, Taskfile.yaml: skipped and counted, not problems
 
@@ -159,6 +159,14 @@ def test_code_quality_reports_a_blocker_at_the_line(broken) -> None:
     assert issue["severity"] == "blocker" and PROBLEM in issue["description"]
     assert issue["location"] == {"path": BROKEN, "lines": {"begin": 28}}
     assert len({i["fingerprint"] for i in issues}) == len(issues)
+
+
+def test_html_lists_it_in_its_input_problems_table(broken) -> None:
+    page = broken[3]["html"]
+    table = page.split('<table id="input-problems">', 1)[1].split("</table>", 1)[0]
+    assert (f"<td><code>{BROKEN}:28</code></td><td>duplicate key &#x27;image&#x27; (first at line 26); none of the "
+            "file&#x27;s objects was audited</td><td>file not read (duplicate-key)</td>") in table
+    assert "INCOMPLETE: 1 input problem: files not audited (exit 3)" in page
 
 
 def test_prometheus_counts_it(broken) -> None:

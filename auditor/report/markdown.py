@@ -22,6 +22,7 @@ from auditor.baseline import UNCHANGED, Baseline
 from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
+from auditor.report import exposure_map, mermaid
 from auditor.report.diff import entry_display
 from auditor.report.sources import BUILTIN, ConfigSources
 from auditor.report.text import incomplete_because
@@ -113,6 +114,22 @@ def _sources_line(result: AuditResult) -> str:
     posture = code(sources.posture_file) if sources.posture_file else BUILTIN
     exceptions = code(sources.exceptions_file) if sources.exceptions_file else BUILTIN
     return f"Posture: {posture}; exceptions: {exceptions} ({entries})"
+
+
+def _map_section(result: AuditResult) -> list[str]:
+    """The ways in as a Mermaid flowchart (GitHub and GitLab draw it), folded past `mermaid.CAP` nodes."""
+    if not result.exposures:
+        return []
+    drawn = exposure_map.build(result.exposures, mermaid.CAP)
+    counts = ", ".join(f"**{count} {kind.value}**" if kind.value == "drift" else f"{count} {kind.value}"
+                       for kind, count in drawn.counts)
+    lines = ["", "### Ways in", "",
+             f"{_plural(drawn.ways, 'way')} in from outside the cluster: {counts} "
+             "(red: drift, amber: excepted, green: sanctioned by the posture, grey: not judged)."]
+    if drawn.folding.nodes:
+        lines += ["", f"Large map: {escape(drawn.folding.sentence)} to stay under {mermaid.CAP} nodes; "
+                      "the JSON report lists every way in."]
+    return [*lines, "", "```mermaid", *mermaid.flowchart(drawn), "```"]
 
 
 def _failed_section(result: AuditResult, baseline: Baseline | None) -> list[str]:
@@ -271,6 +288,7 @@ def render(result: AuditResult, verbose: bool = False) -> str:
                        ["Fixed findings (baseline)", str(baseline_counts.fixed)]]
     lines += _table(["", "Count"], counts)
     lines += _input_problems_section(result)
+    lines += _map_section(result)
     lines += _failed_section(result, baseline)
     lines += _excepted_section(result)
     lines += _unfinished_section(result)
