@@ -129,7 +129,8 @@ def test_a_partial_pass_is_a_pass_on_what_was_seen_never_a_full_one() -> None:
     result = _run(PartialPass())
     rule = _rule(result, "test-partial-pass")
     assert rule.status is RuleStatus.PASSED and rule.partial
-    assert [(u.what, u.reason) for u in rule.unseen] == [("Gateways", "the input holds no Gateway.gateway.networking.k8s.io objects")]
+    gateways = "the input holds no Gateway.gateway.networking.k8s.io objects"
+    assert [(u.what, u.reason) for u in rule.unseen] == [("Gateways", gateways)]
     summary = result.summary()
     assert (summary.rules_passed, summary.rules_partial, summary.complete, summary.exit_code) == (1, 1, False, 0)
 
