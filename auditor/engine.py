@@ -203,8 +203,9 @@ class AuditResult:
 
     @property
     def checked_rules(self) -> set[str]:
-        """The rules that reached a verdict (passed or failed)."""
-        return {r.id for r in self.rules if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+        """The rules that reached a full verdict (passed or failed, not partial): a baseline finding of a
+        partial rule that is gone may be in what it did not see, so it is unverified, never fixed."""
+        return {r.id for r in self.rules if r.status in (RuleStatus.PASSED, RuleStatus.FAILED) and not r.partial}
 
     @property
     def checked_clusters(self) -> set[str] | None:
@@ -299,12 +300,13 @@ def run(
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     coverage = {gk: snapshot.coverage(gk) for gk in kinds_read_by(rule_set.rules)}
     rules_run = {r.id for r in results if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+    partial = frozenset(r.id for r in results if r.partial)
     statuses = {r.id: (r.status, r.reason) for r in results}
     return AuditResult(
         snapshot=snapshot,
         rules=results,
         findings=findings,
-        exceptions=matcher.usage(rules_run),
+        exceptions=matcher.usage(rules_run, partial),
         exceptions_path=exceptions.path,
         coverage=coverage,
         as_of=as_of,

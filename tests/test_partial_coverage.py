@@ -242,3 +242,39 @@ def test_under_require_complete_junit_and_sarif_make_it_an_error() -> None:
     (invocation,) = json.loads(render("sarif", result))["runs"][0]["invocations"]
     (note,) = invocation["toolExecutionNotifications"]
     assert note["level"] == "error" and invocation["exitCode"] == 3
+
+
+# --- what a partial verdict cannot prove ------------------------------------------------------------------
+
+
+class FullFail(PartialFail):
+    id = "test-partial-fail"  # the same rule, seeing everything it judges
+
+    def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
+        for service in snapshot.of_kind(kinds.SERVICE):
+            ctx.examined(service)
+            if service.spec.get("type") == "LoadBalancer":
+                yield self.finding(service, "type LoadBalancer")
+
+
+def test_a_finding_gone_under_a_partial_verdict_is_unverified_never_fixed() -> None:
+    before = to_dict(_run(FullFail(), services=(_service("web"), _service("smtp", "LoadBalancer"))))
+    partial = _run(PartialFail()).with_baseline(before, "before.json")
+    full = _run(FullFail()).with_baseline(before, "before.json")
+    assert [e["object"]["name"] for e in partial.baseline.comparison.unverified] == ["smtp"]
+    assert not partial.baseline.comparison.fixed
+    assert [e["object"]["name"] for e in full.baseline.comparison.fixed] == ["smtp"]
+
+
+def test_an_exception_only_partial_rules_read_is_inactive_when_unmatched_never_stale(tmp_path) -> None:
+    from auditor import exceptions_list
+
+    path = tmp_path / "exceptions.yaml"
+    path.write_text("exceptions:\n  - name: smtp-relay\n    rules: [test-partial-fail]\n"
+                    "    reason: The relay (MAIL-12).\n    match: {kind: Service, namespace: shop, name: smtp}\n",
+                    encoding="utf-8")
+    entries = exceptions_list.load(str(path))
+    snapshot = Snapshot.build([_service("web")], inputs=["shop.yaml"])
+    for rule, status in ((PartialFail(), "inactive"), (FullFail(), "unused")):
+        result = engine.run(snapshot, RuleSet([rule], []), entries, Posture(), as_of=AS_OF)
+        assert [usage.status.value for usage in result.exceptions] == [status]
