@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from auditor.engine import AuditResult, FleetCluster, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import RuleStatus
+from auditor.rule import Unseen
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
 if TYPE_CHECKING:  # the live source's, which this module sits above
@@ -56,8 +57,10 @@ def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
         findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings),
                           key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
+        # What each cluster's verdict did not see, said per cluster (a rule not run there has its reason).
+        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}") for name, r in entries for u in r.unseen))
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
-                                template.rule))
+                                template.rule, unseen))
     rules.sort(key=lambda r: r.id)
     return rules
 
@@ -114,6 +117,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         notes=notes,
         fleet=list(clusters or []),
         duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
+        input_problems=[replace(problem, cluster=name) for name, result in parts for problem in result.input_problems],
         posture_path=first.posture_path,
         exposures=tuple(replace(judged, cluster=name) for name, result in parts for judged in result.exposures),
     )

@@ -68,6 +68,8 @@ SCENARIOS = (
     Scenario("ci-mr-baseline",
              ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "--baseline", f"{GOLDEN_REL}/ci-main/audit.json", *AS_OF)),
     Scenario("fleet", ("live", *AS_OF, "--max-retries", "0"), live=True),
+    # A tree with one broken manifest among good ones: an input problem in every format, exit 3 (issue 9).
+    Scenario("broken-tree", ("tests/fixtures/broken-tree", *AS_OF), formats=(*FILE_FORMATS, "html")),
     # -q: the failing findings and the verdict (the pre-commit hook); -v: not-run reasons, notes, unused built-ins.
     Scenario("ci-mr-quiet", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-q", *AS_OF), formats=()),
     Scenario("ci-mr-verbose", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-v", *AS_OF), formats=()),

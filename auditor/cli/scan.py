@@ -41,12 +41,13 @@ class InputOptions:
     max_yaml_nodes: int
     max_json_nodes: int
     allow_no_objects: bool
+    strict_input: bool
     cilium_values: tuple[str, ...]
 
 
 # The parameters of the offline-only options (commands that also read clusters refuse them with --live).
 OFFLINE_ONLY = ("max_file_bytes", "max_files", "max_alias_expansion", "max_yaml_nodes", "max_json_nodes",
-                "allow_no_objects", "cilium_values")
+                "allow_no_objects", "strict_input", "cilium_values")
 
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -71,6 +72,9 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--allow-no-objects", is_flag=True,
                      help="Input without any Kubernetes object is not an error: every rule is then not-run "
                           "(for pre-commit runs on commits that change only other YAML)."),
+        click.option("--strict-input", is_flag=True,
+                     help="A file of a folder that cannot be read stops the run (exit 2, one line naming it) instead "
+                          "of being listed as an input problem (the run is then incomplete: exit 3)."),
         click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
                      help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
                           "as with helm -f). The cilium-config ConfigMap, when in the input, still wins."),
@@ -93,7 +97,8 @@ def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Any) -> An
                         max_alias_expansion=inputs.max_alias_expansion, max_yaml_nodes=inputs.max_yaml_nodes,
                         max_json_nodes=inputs.max_json_nodes)
     # freeze: what was read stays for the rest of this short-lived process (docs/performance.md).
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=inputs.allow_no_objects, freeze=True)
+    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=inputs.allow_no_objects,
+                          input_problems=not inputs.strict_input, freeze=True)
     if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
         snapshot.cluster.label = posture.cluster_label(snapshot.cluster.fingerprint)
     snapshot.cilium_values = values_files
@@ -113,6 +118,11 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inpu
     several YAML documents), a folder of manifests read recursively (*.yaml,
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
+
+    A file of a folder that cannot be read (invalid YAML, a duplicate key, a
+    local tag in a manifest) is an input problem: listed in every report,
+    none of its objects used, the rest audited, and the run exits 3
+    (incomplete); --strict-input stops at it instead (exit 2).
     """
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")

@@ -23,13 +23,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from auditor.baseline import UNCHANGED, Baseline
-from auditor.engine import AuditResult
+from auditor.engine import AuditResult, RuleResult
 from auditor.exposure import JudgedEntrance
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import exposure_map, svg_map
 from auditor.report.html_assets import CONTENT_SECURITY_POLICY, SCRIPT, STYLE
 from auditor.report.sources import BUILTIN, ConfigSources
 from auditor.report.svg_map import escape
+from auditor.report.text import incomplete_because
 
 NO_NAMESPACE = "(none)"  # the filter value of cluster-scoped objects
 
@@ -57,12 +58,13 @@ def _row(cells: Iterable[str], attributes: str = "") -> str:
 def _verdict(result: AuditResult) -> str:
     new = "new " if result.baseline is not None else ""
     if result.incomplete_gate:
-        return '<p class="verdict incomplete">INCOMPLETE: some rules could not reach a verdict (exit 3)</p>'
+        return f'<p class="verdict incomplete">INCOMPLETE: {escape(incomplete_because(result))} (exit 3)</p>'
     if result.failing:
         return (f'<p class="verdict fail">FAIL: {_plural(len(result.failing), new + "finding")} at or above '
                 f"{escape(result.fail_on.value)} (exit 1)</p>")
     if not result.complete:
-        return '<p class="verdict pass">PASS on what could be checked: some rules did not run</p>'
+        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else "some rules saw only part of the input"
+        return f'<p class="verdict pass">PASS on what could be checked: {what}</p>'
     return '<p class="verdict pass">PASS</p>'
 
 
@@ -86,7 +88,8 @@ def _counts(result: AuditResult) -> str:
     items = [("failing (fails the gate)", summary.failing), ("failed findings", summary.failed),
              ("excepted", summary.excepted), ("ways in", len(result.exposures)),
              ("rules passed", summary.rules_passed), ("rules failed", summary.rules_failed),
-             ("rules not run", summary.rules_not_run), ("rules in error", summary.rules_error)]
+             ("rules not run", summary.rules_not_run), ("rules in error", summary.rules_error),
+             ("rules partial", summary.rules_partial), ("input problems", summary.input_problems)]
     listed = "".join(f"<li><b>{count:,}</b> {escape(name)}</li>" for name, count in items)
     return f'<ul class="counts">{listed}</ul>'
 
@@ -246,10 +249,18 @@ def _exposures_section(result: AuditResult) -> list[str]:
 # --- rules, input problems, sources, baseline ---------------------------------------------------------
 
 
+def _rule_note(rule: RuleResult) -> str:
+    """The title, or why there is no verdict; a partial verdict adds what the rule did not see."""
+    text = escape(rule.reason or rule.title)
+    if rule.partial:
+        text += "".join(f"<br>did not see: {escape(str(unseen))}" for unseen in rule.unseen)
+    return text
+
+
 def _rules_section(result: AuditResult) -> list[str]:
     rows = [_row([_code(r.id), escape(r.severity.value), f'<span class="status {r.status.value}">'
-                  f"{escape(r.status.value)}</span>", str(r.failed_count), str(r.excepted_count),
-                  str(len(r.examined)), escape(r.reason or r.title)],
+                  f"{escape(r.status.value)}{' (partial)' if r.partial else ''}</span>", str(r.failed_count),
+                  str(r.excepted_count), str(len(r.examined)), _rule_note(r)],
                  ' class="error"' if r.status is RuleStatus.ERROR else "")
             for r in result.rules]
     return ['<h2 id="rules">Rules</h2>',
@@ -271,6 +282,13 @@ class InputProblem:
 ProblemSource = Callable[[AuditResult], Iterable[InputProblem]]
 
 
+def _file_problems(result: AuditResult) -> Iterable[InputProblem]:
+    """Files that could not be read: none of their objects was audited (the run is incomplete)."""
+    for problem in result.input_problems:
+        yield InputProblem(problem.where, f"{problem.message}; none of the file's objects was audited",
+                           f"file not read ({problem.code.value})")
+
+
 def _duplicate_problems(result: AuditResult) -> Iterable[InputProblem]:
     for duplicate in result.duplicates:
         cluster = f"{duplicate.cluster}: " if duplicate.cluster else ""
@@ -278,7 +296,7 @@ def _duplicate_problems(result: AuditResult) -> Iterable[InputProblem]:
             yield InputProblem(str(source) if source else "", cluster + what, "object defined more than once")
 
 
-INPUT_PROBLEMS: tuple[ProblemSource, ...] = (_duplicate_problems,)
+INPUT_PROBLEMS: tuple[ProblemSource, ...] = (_file_problems, _duplicate_problems)
 
 
 def _input_section(result: AuditResult, sources: Sequence[ProblemSource] = INPUT_PROBLEMS) -> list[str]:
@@ -286,8 +304,9 @@ def _input_section(result: AuditResult, sources: Sequence[ProblemSource] = INPUT
     lines = ['<h2 id="input">Input problems</h2>']
     if problems:
         rows = [_row([_code(p.where) if p.where else "", escape(p.what), escape(p.kind)]) for p in problems]
-        lines += ["<p>What the input got wrong, by file and line. An object defined more than once is audited in "
-                  "each definition; a rule looking it up by name sees only the first.</p>",
+        lines += ["<p>What the input got wrong, by file and line. A file that could not be read contributes none "
+                  "of its objects, and the audit is incomplete (exit 3). An object defined more than once is audited "
+                  "in each definition; a rule looking it up by name sees only the first.</p>",
                   *_table(["Where", "Problem", "Kind"], rows, ' id="input-problems"')]
     else:
         lines.append("<p>None.</p>")

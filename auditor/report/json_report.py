@@ -15,7 +15,7 @@ from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
 from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
-from auditor.model import ClusterInfo, Finding, ObjectRef, Source
+from auditor.model import ClusterInfo, Finding, InputProblem, ObjectRef, Source
 from auditor.report.sources import ConfigSources
 
 REPORT_VERSION = "1"
@@ -74,6 +74,23 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
     }
     if result.reason:
         out["reason"] = result.reason
+    if result.partial:  # a verdict on part of what the rule judges: what it did not see, and why
+        out["partial"] = True
+        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason} for unseen in result.unseen]
+    return out
+
+
+def input_problem_dict(problem: InputProblem) -> dict[str, Any]:
+    """One entry of the report's `inputProblems` (docs/json-report.md)."""
+    out: dict[str, Any] = {"file": problem.file}
+    if problem.line:
+        out["line"] = problem.line
+        if problem.column:
+            out["column"] = problem.column
+    out["code"] = problem.code.value
+    out["message"] = problem.message
+    if problem.cluster:
+        out["cluster"] = problem.cluster
     return out
 
 
@@ -88,6 +105,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "rulesFailed": summary.rules_failed,
         "rulesNotRun": summary.rules_not_run,
         "rulesError": summary.rules_error,
+        "rulesPartial": summary.rules_partial,
+        "inputProblems": summary.input_problems,
         "complete": summary.complete,
         "failOn": summary.fail_on.value,
         "exitCode": summary.exit_code,
@@ -268,6 +287,8 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
             for gk, coverage in sorted(result.coverage.items())
         ],
         "ignoredDocuments": len(snapshot.ignored),
+        # Files that could not be read: none of their objects was audited (the run is incomplete).
+        "inputProblems": [input_problem_dict(problem) for problem in result.input_problems],
         "notes": list(result.notes),
         "duplicateObjects": [duplicate_dict(duplicate) for duplicate in result.duplicates],
         # Every way in from outside the cluster, by address then port (by cluster first in a fleet).

@@ -51,6 +51,7 @@ class GatewayHttpsListenerTls(Rule):
     id = "gateway-https-listener-tls"
     severity = Severity.ERROR
     title = "HTTPS Gateway listener without TLS termination or without its certificate"
+    nothing_to_check = "HTTPS or TLS listener"
     rationale_fact = (
         "In Gateway API an HTTPS listener requires a tls block; mode Terminate (the default) requires "
         "at least one certificateRef, and Passthrough is meant for TLS listeners, not HTTPS. A listener "
@@ -98,6 +99,7 @@ class GatewayHttpsListenerTls(Rule):
         checker = ListenerTlsChecker(snapshot)
         findings: list[Finding] = []
         unverified: list[str] = []
+        verified = 0  # HTTPS listeners judged in full
         for gateway in snapshot.of_kind(kinds.GATEWAY):
             ctx.examined(gateway)
             for index, listener in listeners(gateway):
@@ -106,12 +108,16 @@ class GatewayHttpsListenerTls(Rule):
                     continue
                 findings += [self.finding(gateway, f"listener {verdict.label}: {text}") for text in verdict.problems]
                 unverified += [f"{gateway.ref.display} listener {verdict.label}: {text}" for text in verdict.unverified]
-        if not findings and unverified:
+                verified += not verdict.unverified
+        if unverified and not findings and not verified:
             raise NotRun(
                 "Secrets are not listed by offline input, so these certificate Secrets cannot be checked "
                 f"(no cert-manager annotation or Certificate creates them): {'; '.join(unverified[:5])}"
                 + (f"; and {len(unverified) - 5} more" if len(unverified) > 5 else "")
             )
+        for text in unverified:  # the verdict is on the other listeners
+            ctx.did_not_see(f"the certificate Secret of {text.split(': ', 1)[0]}",
+                            f"{text.split(': ', 1)[1]}; Secrets are not listed by offline input")
         yield from findings
 
 
