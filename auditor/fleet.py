@@ -16,6 +16,7 @@ from auditor.engine import AuditResult, FleetCluster, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import ClusterInfo, Finding, RuleStatus
 from auditor.repository import LayoutRemark, RemarkKind
+from auditor.rule import Unseen
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
 if TYPE_CHECKING:  # the sources', which this module sits above
@@ -59,8 +60,10 @@ def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
         findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings),
                           key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
+        # What each cluster's verdict did not see, said per cluster (a rule not run there has its reason).
+        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}") for name, r in entries for u in r.unseen))
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
-                                template.rule))
+                                template.rule, unseen))
     rules.sort(key=lambda r: r.id)
     return rules
 
@@ -117,6 +120,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         notes=notes,
         fleet=list(clusters or []),
         duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
+        input_problems=[replace(problem, cluster=name) for name, result in parts for problem in result.input_problems],
         posture_path=first.posture_path,
         exposures=tuple(replace(judged, cluster=name) for name, result in parts for judged in result.exposures),
     )
@@ -167,7 +171,12 @@ def audit_tree(read: TreeRead, evaluate: Callable[[Snapshot], AuditResult],
         result = parts[0][1]
         return replace(result, snapshot=_with_ignored(result.snapshot, read.snapshot), repository=repository)
     clusters = [FleetCluster(name, ClusterInfo(), result.exit_code, result.complete) for name, result in parts]
-    return replace(merge_fleet(parts, read.snapshot, clusters), repository=repository)
+    merged = merge_fleet(parts, read.snapshot, clusters)
+    # Files not read are problems of the tree (each cluster's verdict is partial for them): listed once.
+    read_problems = set(read.snapshot.input_problems)
+    problems = [p for p in merged.input_problems if replace(p, cluster=None) not in read_problems]
+    return replace(merged, repository=repository,
+                   input_problems=sorted([*read.snapshot.input_problems, *problems], key=lambda p: p.sort_key))
 
 
 def _with_ignored(scope: Snapshot, read: Snapshot) -> Snapshot:

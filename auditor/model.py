@@ -344,6 +344,60 @@ def string_labels(labels: object) -> dict[str, str]:
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+class ProblemCode(str, enum.Enum):
+    """What kind of defect an input problem is (`code` in every report; docs/input.md lists them).
+
+    A str enum so reports write it as its value. The codes are a contract:
+    a new kind of defect gets a new code, an existing one never changes meaning.
+    """
+
+    UNREADABLE = "unreadable"  # the system refused it: permissions, a FIFO or device in a folder, a folder
+    TOO_LARGE = "too-large"  # over a documented limit (--max-file-bytes, --max-yaml-nodes, aliases...)
+    NOT_TEXT = "not-text"  # binary, UTF-16, not valid UTF-8
+    INVALID_YAML = "invalid-yaml"  # YAML kubectl cannot read, or a value it refuses (`.inf`)
+    INVALID_JSON = "invalid-json"
+    DUPLICATE_KEY = "duplicate-key"  # a key twice in a mapping (or two kubectl reads as one, merge-key clashes)
+    LOCAL_TAG = "local-tag"  # a tool's own tag (`!env_var`) in a Kubernetes manifest
+    DUPLICATE_OBJECT = "duplicate-object"  # an object defined again that no GitOps layout explains
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class InputProblem:
+    """A defect of one input file: it contributes none of its objects, and the run is incomplete.
+
+    `message` says what is wrong for a person, without the file (reports put
+    `file:line` before it). Made from a per-file read error
+    (`auditor.sources.files`), or from any other defect a source or the
+    engine finds in a file (`DuplicateObject.input_problems()`).
+    """
+
+    file: str
+    message: str
+    code: ProblemCode
+    line: int | None = None
+    column: int | None = None
+    cluster: str | None = None  # the fleet member (or GitOps cluster) whose input it is in
+
+    @property
+    def source(self) -> Source:
+        return Source(self.file, self.line, self.column)
+
+    @property
+    def where(self) -> str:
+        """`file:line[:column]`, prefixed with the cluster in a fleet."""
+        return f"{self.cluster}: {self.source}" if self.cluster else str(self.source)
+
+    @property
+    def sort_key(self) -> tuple[str, str, int, int, str]:
+        return (self.cluster or "", self.file, self.line or 0, self.column or 0, self.message)
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
 @dataclass(slots=True)
 class IgnoredDocument:
     """A document in the input that is not a Kubernetes object (and why)."""

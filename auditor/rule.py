@@ -81,6 +81,23 @@ class Fact:
     also: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Unseen:
+    """Part of what a rule judges that the input did not show it, and why: its verdict is on the rest.
+
+    Recorded with `RuleContext.did_not_see`. A passed or failed rule with
+    any `Unseen` is *partial*: reports show "did not see: ..." after its
+    verdict, never a full pass, and `--require-complete` counts it as
+    incomplete (docs/rules.md, "Verdicts").
+    """
+
+    what: str  # what was not seen: a kind ("ConfigMaps"), or the objects it stands for
+    reason: str  # why: "the input holds no ConfigMap objects"
+
+    def __str__(self) -> str:
+        return f"{self.what} ({self.reason})"
+
+
 class NotRun(Exception):
     """Raised by a rule whose input does not show what it needs to judge."""
 
@@ -114,6 +131,10 @@ class Rule:
     references: ClassVar[tuple[str, ...]] = ()
     # The Cilium/Kubernetes facts the rule encodes, with versions and sources.
     facts: ClassVar[tuple[Fact, ...]] = ()
+    # What a pass means when the rule examined no object: what the input holds none of, said as
+    # "no <what> in the input" ("Service of type LoadBalancer"). A rule that examines nothing and
+    # does not say this is not-run ("checked nothing"): an empty result is no evidence (fail closed).
+    nothing_to_check: ClassVar[str] = ""
     # Examples live in the rule's case file (cases/<id>.yaml beside its module):
     # the cases tagged `explain: fail` and `explain: pass` (auditor.testing).
 
@@ -173,6 +194,8 @@ class RuleContext:
     cilium: InitVar[CiliumConfig]
     rule: InitVar[Rule | None] = None
     examined_refs: list[ObjectRef] = field(default_factory=list)
+    # What the rule could not see (did_not_see), in the order recorded.
+    unseen: list[Unseen] = field(default_factory=list)
     # The exposure model of the snapshot, built once by the engine for every rule (built on first
     # use when the context is made without one).
     exposure_model: InitVar[ExposureModel | None] = None
@@ -195,6 +218,27 @@ class RuleContext:
 
     def known(self, gk: str) -> bool:
         return self.snapshot.coverage(gk).state.known
+
+    def did_not_see(self, what: str, reason: str) -> None:
+        """Record that the verdict is on part of the input: `what` (a kind, or the objects it stands for)
+        was not in view, for `reason`. The rule goes on judging what it sees; its verdict is then partial.
+        Recording the same thing twice is recording it once.
+
+        Say it for what the verdict rests on (an alternative of `requires` the input does not show, the
+        objects of a set the rule could judge only in part), not for a `uses` kind read when it is there.
+        """
+        unseen = Unseen(what, reason)
+        if unseen not in self.unseen:
+            self.unseen.append(unseen)
+
+    def did_not_see_kind(self, gk: str, what: str | None = None) -> bool:
+        """`did_not_see` the kind `gk` when the snapshot does not know it (with its coverage reason);
+        True when it was not seen. `what` names it for people (default: the group-kind)."""
+        coverage = self.snapshot.coverage(gk)
+        if coverage.state.known:
+            return False
+        self.did_not_see(what or gk, coverage.reason or f"{gk} is not known")
+        return True
 
     @property
     def exposures(self) -> ExposureModel:
@@ -298,6 +342,11 @@ class RuleContext:
         if anchor is None:
             raise NotRun(NO_CONFIG)
         return anchor
+
+    def examined_configuration(self, setting: Setting | None = None) -> None:
+        """Record that the Cilium configuration was checked (a verdict on a setting, even when it reads
+        "off, so nothing to judge"): the object or values file of `configuration_anchor(setting)`."""
+        self.examined(self.configuration_anchor(setting)[0])
 
     def configuration_finding(self, message: str, setting: Setting | None = None,
                               severity: Severity | None = None) -> Finding:

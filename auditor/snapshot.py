@@ -18,7 +18,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.model import ClusterInfo, IgnoredDocument, K8sObject, NamespaceOrigin, ObjectRef, Source, group_kind
+from auditor.model import (
+    ClusterInfo,
+    IgnoredDocument,
+    InputProblem,
+    K8sObject,
+    NamespaceOrigin,
+    ObjectRef,
+    Source,
+    group_kind,
+)
 
 
 class SnapshotMode(str, enum.Enum):
@@ -105,6 +114,11 @@ class Snapshot:
     # auditor.cilium.helm_values.HelmValues, read by cilium_config.resolve.
     # (Typed Any: the object model sits below auditor.cilium and does not import it.)
     cilium_values: list[Any] = field(default_factory=list)
+    # Files of the input that could not be read (auditor.model.InputProblem): none of their objects is here,
+    # so every verdict on this snapshot is on part of the input.
+    input_problems: list[InputProblem] = field(default_factory=list)
+    # The folders of the input (offline): what was read in them is a tree of manifests, declared state.
+    trees: list[str] = field(default_factory=list)
     # What the GitOps reader knows of a tree's objects (empty for any other input): the Helm values
     # each HelmRelease reads from a file of the tree (`valuesFrom`), and where each object's namespace
     # comes from, both keyed by `object_key`.
@@ -181,6 +195,20 @@ class Snapshot:
         a `kubectl get -o yaml` dump) or when a controller wrote conditions into it.
         """
         return self.mode.from_cluster or obj.server_written or isinstance(obj.status.get("conditions"), list)
+
+    def from_tree(self, obj: K8sObject) -> bool:
+        """Whether `obj` is declared state: a manifest read from a folder of the input (a GitOps tree).
+
+        A tree declares what the cluster runs, so the absence of a kind there
+        is evidence for rules that decide to take it (a tree holding no
+        network policy applies none). A file named on its own, standard input
+        and anything read from a cluster (`read_from_cluster`) is not: a
+        commit's changed files or a `kubectl get all` dump are fragments.
+        """
+        if self.read_from_cluster(obj) or obj.source is None or not self.trees:
+            return False
+        path = obj.source.path
+        return any(path.startswith(root.rstrip("/\\") + sep) for root in self.trees for sep in ("/", "\\"))
 
     def kinds(self) -> list[str]:
         return sorted(self._by_gk)

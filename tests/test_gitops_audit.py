@@ -203,7 +203,7 @@ def test_the_text_report_groups_findings_by_cluster() -> None:
         "  lab: 10 objects (clusters/lab; Flux bootstrap at clusters/lab/flux-system/gotk-sync.yaml:13)",
     ]
     assert lines[4].startswith("Namespaces: 12 of 12 namespaced objects (100.0 %)")
-    edge, lab = lines.index("Cluster edge: 5 findings failed"), lines.index("Cluster lab: 3 findings failed")
+    edge, lab = lines.index("Cluster edge: 6 findings failed"), lines.index("Cluster lab: 4 findings failed")
     assert edge < lab
     edge_part, lab_part = "\n".join(lines[edge:lab]), "\n".join(lines[lab:])
     assert "lb-ip-outside-pools" in edge_part and "lb-ip-outside-pools" not in lab_part.split("NOT RUN")[0]
@@ -487,7 +487,8 @@ def test_sarif_and_markdown_show_the_clusters_and_the_namespace_origin() -> None
     sarif = json.loads(run_cli(TWO_SITES, "--format", "sarif", *AS_OF).stdout)
     run = sarif["runs"][0]
     assert [c["name"] for c in run["properties"]["clusters"]] == ["edge", "lab"]  # everything is deployed
-    located = [r for r in run["results"] if r["locations"][0]["logicalLocations"][0]["name"] == "web"]
+    located = [r for r in run["results"] if r["locations"][0]["logicalLocations"][0]["name"] == "web"
+               and r["locations"][0]["logicalLocations"][0]["properties"]["kind"] == "Service"]
     origins = {r["locations"][0]["logicalLocations"][0]["properties"]["namespaceFrom"]["reason"] for r in located}
     assert origins == {"kustomize"}
     markdown = run_cli(TWO_SITES, "--format", "markdown", *AS_OF).stdout

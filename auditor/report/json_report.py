@@ -15,7 +15,7 @@ from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
 from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
-from auditor.model import ClusterInfo, Finding, NamespaceOrigin, ObjectRef, Source
+from auditor.model import ClusterInfo, Finding, InputProblem, NamespaceOrigin, ObjectRef, Source
 from auditor.report.repository import remark_dicts
 from auditor.report.sources import ConfigSources
 from auditor.repository import RemarkKind, RepositoryView, ScopeView
@@ -108,6 +108,23 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
     }
     if result.reason:
         out["reason"] = result.reason
+    if result.partial:  # a verdict on part of what the rule judges: what it did not see, and why
+        out["partial"] = True
+        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason} for unseen in result.unseen]
+    return out
+
+
+def input_problem_dict(problem: InputProblem) -> dict[str, Any]:
+    """One entry of the report's `inputProblems` (docs/json-report.md)."""
+    out: dict[str, Any] = {"file": problem.file}
+    if problem.line:
+        out["line"] = problem.line
+        if problem.column:
+            out["column"] = problem.column
+    out["code"] = problem.code.value
+    out["message"] = problem.message
+    if problem.cluster:
+        out["cluster"] = problem.cluster
     return out
 
 
@@ -122,6 +139,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "rulesFailed": summary.rules_failed,
         "rulesNotRun": summary.rules_not_run,
         "rulesError": summary.rules_error,
+        "rulesPartial": summary.rules_partial,
+        "inputProblems": summary.input_problems,
         "complete": summary.complete,
         "failOn": summary.fail_on.value,
         "exitCode": summary.exit_code,
@@ -270,10 +289,9 @@ def exposure_dict(judged: JudgedEntrance) -> dict[str, Any]:
     return out
 
 
-def to_dict(result: AuditResult) -> dict[str, Any]:
+def target_dict(result: AuditResult) -> dict[str, Any]:
+    """The report's `target` member: what was read (the mode, the inputs, the cluster or the fleet)."""
     snapshot = result.snapshot
-    sources = sources_dict(result)
-    remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
     target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
     if snapshot.cluster is not None:
         target["cluster"] = _cluster_dict(snapshot.cluster)
@@ -283,6 +301,14 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         target["repository"] = repository_dict(result.repository)
     elif result.fleet:  # each cluster of a fleet, with its own outcome
         target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
+    return target
+
+
+def to_dict(result: AuditResult) -> dict[str, Any]:
+    snapshot = result.snapshot
+    sources = sources_dict(result)
+    remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
+    target = target_dict(result)
     out: dict[str, Any] = {
         "reportVersion": REPORT_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
@@ -299,6 +325,8 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
             for gk, coverage in sorted(result.coverage.items())
         ],
         "ignoredDocuments": len(snapshot.ignored),
+        # Files that could not be read: none of their objects was audited (the run is incomplete).
+        "inputProblems": [input_problem_dict(problem) for problem in result.input_problems],
         "notes": list(result.notes),
         "duplicateObjects": [duplicate_dict(duplicate) for duplicate in result.duplicates],
         # Every way in from outside the cluster, by address then port (by cluster first in a fleet).

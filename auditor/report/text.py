@@ -77,8 +77,9 @@ class _Style:
 # With colour on, only plain SGR colour sequences (what `_Style` writes) pass.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_BUT_COLOUR = re.compile(r"\x1b(?!\[\d{1,2}m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]")
-# In one laid-out field, tabs and newlines would break the layout too.
-_CONTROL_IN_FIELD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# In one laid-out field, tabs and newlines would break the layout too; and the Unicode bidirectional
+# embeddings, overrides and isolates would reorder what is shown (as auditor/sources/live/safe_text.py).
+_CONTROL_IN_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralize(text: str, colour: bool) -> str:
@@ -100,7 +101,12 @@ def elide(text: str, limit: int) -> str:
 
 def shown(text: str, limit: int) -> str:
     """An input-derived string as the report shows it: capped, then every control character escaped."""
-    return _CONTROL_IN_FIELD.sub(lambda match: f"\\x{ord(match.group()):02x}", elide(text, limit))
+    return _CONTROL_IN_FIELD.sub(_spelled, elide(text, limit))
+
+
+def _spelled(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> list[str]:
@@ -319,6 +325,8 @@ def _rule_sections(rules: list[RuleResult], ctx: _Context, tables: bool) -> list
         # failed on one cluster and that errored on another has status `error`.
         failed = rule_result.failed_count > 0
         lines += _heading("FAILED" if failed else "EXCEPTED", "red" if failed else "yellow", rule_result, ctx)
+        if failed:
+            lines += _unseen_lines(rule_result, ctx)
         rows = [_row(finding, ctx) for finding in findings]
         columns = _Columns.fitting(rows, ctx.width) if tables else None
         if columns is not None:
@@ -335,7 +343,8 @@ def _rule_sections(rules: list[RuleResult], ctx: _Context, tables: bool) -> list
 # --- the rest of the report ---------------------------------------------------------------
 
 
-def _target(result: AuditResult) -> str:
+def target_line(result: AuditResult) -> str:
+    """What was audited, for headings: the inputs, the cluster (server, version, fingerprint) or the fleet."""
     snapshot = result.snapshot
     target = ", ".join(shown(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
     if snapshot.cluster is not None and snapshot.mode == "live":
@@ -360,7 +369,7 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
     snapshot = result.snapshot
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines = [ctx.style(line, "bold") for line in
-             wrap(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+             wrap(f"Audit of {target_line(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
     lines += _tree_header(result, ctx)
     lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
     if ctx.verbosity is Verbosity.VERBOSE:
@@ -427,11 +436,46 @@ def _verdicts(result: AuditResult, ctx: _Context) -> list[str]:
         return lines
     for rule_result in result.rules:
         if rule_result.status is RuleStatus.PASSED:
-            checked = f" ({len(rule_result.examined)} checked)" if rule_result.examined else ""
-            prefix = f"{rule_result.id}{checked}: "
-            title = first_line(rule_result.title, ctx.width - len("PASSED ") - len(prefix))
-            lines.append(f"{ctx.style('PASSED', 'green')} {prefix}{title}")
+            lines += _passed_lines(rule_result, ctx)
     return lines
+
+
+def _passed_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
+    """`PASSED id (N checked): title`, or `(nothing to check)`, `(partial, N checked)` and what it did not see."""
+    detail = "nothing to check" if rule_result.nothing_checked else f"{len(rule_result.examined)} checked"
+    if rule_result.partial:
+        detail = f"partial, {detail}"
+    prefix = f"{rule_result.id} ({detail}): "
+    title = first_line(rule_result.title, ctx.width - len("PASSED ") - len(prefix))
+    lines = [f"{ctx.style('PASSED', 'yellow' if rule_result.partial else 'green')} {prefix}{title}"]
+    if rule_result.nothing_checked and ctx.verbosity is Verbosity.VERBOSE:
+        lines += wrap(shown(rule_result.reason, LINE_LIMIT), ctx.width, "  ", "    ")
+    return lines + _unseen_lines(rule_result, ctx)
+
+
+def _unseen_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
+    """`did not see: what (why)`, after the verdict line of a partial rule: its verdict is on the rest."""
+    lines: list[str] = []
+    for unseen in rule_result.unseen:
+        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)})"
+        lines += _labelled("did not see:", "yellow", text, ctx, "  ", "    ")
+    return lines
+
+
+def _input_problem_lines(result: AuditResult, ctx: _Context) -> list[str]:
+    """Every file that could not be read, first: the verdicts below are on the rest of the input."""
+    problems = result.input_problems
+    if not problems:
+        return []
+    files = len({(problem.cluster, problem.file) for problem in problems})
+    their = "its" if files == 1 else "their"
+    heading = (f"INPUT PROBLEMS: {_plural(files, 'file')} could not be read; none of {their} objects is audited "
+               "(the run is incomplete: exit 3)")
+    lines = _restyle(wrap(heading, ctx.width, "", "  "), "INPUT PROBLEMS", ctx.style("INPUT PROBLEMS", "red"))
+    for problem in problems:
+        text = f"{shown(problem.where, WHERE_LIMIT)}: {shown(problem.message, MESSAGE_LIMIT)} [{problem.code}]"
+        lines += wrap(text, ctx.width, "  ", "    ")
+    return [*lines, ""]
 
 
 def first_line(text: str, width: int) -> str:
@@ -511,8 +555,12 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
         _plural(summary.rules_passed, "rule") + " passed",
         _plural(summary.rules_not_run, "rule") + " not run",
     ]
+    if summary.rules_partial:
+        parts.insert(3, f"{summary.rules_partial} partial")
     if summary.rules_error:
         parts.append(_plural(summary.rules_error, "rule") + " in error")
+    if summary.input_problems:
+        parts.append(_plural(summary.input_problems, "input problem"))
     lines = [""]
     if ctx.verbosity is Verbosity.QUIET:
         lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
@@ -521,16 +569,31 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     return [*lines, *(ctx.style(line, colour) for line in wrap(text, ctx.width, "", "  "))]
 
 
+def incomplete_because(result: AuditResult) -> str:
+    """Why the run is incomplete (exit 3), as the verdict says it."""
+    why = []
+    if result.input_problems:
+        why.append(f"{_plural(len(result.input_problems), 'input problem')}: files not audited")
+    statuses = (RuleStatus.ERROR, RuleStatus.NOT_RUN) if result.require_complete else (RuleStatus.ERROR,)
+    if any(r.status in statuses for r in result.rules):
+        why.append("some rules could not reach a verdict")
+    if result.require_complete and result.partial_count:
+        why.append("some rules saw only part of what they judge")
+    return "; ".join(why)
+
+
 def _verdict(result: AuditResult) -> tuple[str, str]:
     if result.incomplete_gate:
-        return "Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red"
+        return f"Verdict: INCOMPLETE ({incomplete_because(result)}; exit 3)", "red"
     new = "new " if result.baseline is not None else ""
     if result.failing:
         failing = _plural(len(result.failing), new + "finding")
         return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
     if not result.complete:
-        return ("Verdict: PASS on what could be checked (some rules did not run; --require-complete makes that fail)",
-                "yellow")
+        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else ""
+        if result.partial_count:
+            what = f"{what} and some saw only part of the input" if what else "some rules saw only part of the input"
+        return f"Verdict: PASS on what could be checked ({what}; --require-complete makes that fail)", "yellow"
     return "Verdict: PASS", "green"
 
 
@@ -550,6 +613,7 @@ def render(result: AuditResult, color: bool = False, width: int = DEFAULT_WIDTH,
                 else _rule_sections(result.rules, ctx, _tables_fit(result, ctx)))
     lines = [
         *_header(result, ctx),
+        *_input_problem_lines(result, ctx),
         *sections,
         *_verdicts(result, ctx),
         *_remarks(result, ctx),

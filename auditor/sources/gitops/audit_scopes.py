@@ -113,12 +113,15 @@ class _Paths:
 
 
 def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence[ClusterSpec] = (),
-              audit_unreached: bool = False, allow_no_objects: bool = False, freeze: bool = False,
-              on_file_error: Callable[[str, InputError], None] | None = None) -> TreeRead:
-    """Read the folder `path` once and split it per scope (module docstring)."""
+              audit_unreached: bool = False, allow_no_objects: bool = False, input_problems: bool = False,
+              freeze: bool = False, on_file_error: Callable[[str, InputError], None] | None = None) -> TreeRead:
+    """Read the folder `path` once and split it per scope (module docstring).
+
+    `input_problems` as for `read_paths`: a file that cannot be read is an input problem of the read,
+    and of every scope (which cluster its objects would be in is not known)."""
     collector = TreeCollector(path)
     snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
-                          on_file_error=on_file_error, observer=collector)
+                          on_file_error=on_file_error, input_problems=input_problems, observer=collector)
     # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
     # every parsed document each time (the reader pauses the collector for the same reason).
     # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
@@ -157,7 +160,7 @@ def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Se
     names = [name for name in _scope_names(layout)
              if name != UNREACHED_SCOPE or placed.by_scope.get(name) or unknown.get(name)]
     scopes = tuple(_scope(name, placed.by_scope.get(name, []), unknown.get(name, []), layout, tree, paths,
-                          audit_unreached) for name in names)
+                          audit_unreached, snapshot) for name in names)
     return TreeRead(snapshot, layout, scopes, _repository(path, layout, scopes, paths, extra))
 
 
@@ -180,7 +183,7 @@ def _scope_names(layout: TreeLayout) -> list[str]:
 
 
 def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layout: TreeLayout, tree: TreeFiles,
-           paths: _Paths, audit_unreached: bool) -> AuditScope:
+           paths: _Paths, audit_unreached: bool, read: Snapshot) -> AuditScope:
     kind = (ScopeKind.UNREACHED if name == UNREACHED_SCOPE
             else ScopeKind.WHOLE_TREE if layout.single_scope else ScopeKind.CLUSTER)
     cluster = next((c for c in layout.clusters if c.name == name), None)
@@ -189,7 +192,9 @@ def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layo
     if not view.audited:
         return AuditScope(name, kind, None, view)
     objects = [p.object for p in placed] + unknown
-    snapshot = Snapshot.build(objects, mode="offline", inputs=[paths.collector.root])
+    # A tree of manifests (declared state, `trees`); the files not read may hold any cluster's objects.
+    snapshot = Snapshot.build(objects, mode="offline", inputs=[paths.collector.root], trees=list(read.trees),
+                              input_problems=list(read.input_problems))
     snapshot.namespace_origins = _namespace_origins(placed, paths)
     snapshot.values_from = _values_files(name, placed, layout, tree, paths)
     return AuditScope(name, kind, snapshot, view)
