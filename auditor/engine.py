@@ -34,6 +34,7 @@ from auditor.model import (
 )
 from auditor.posture import Posture
 from auditor.registry import RuleSet
+from auditor.repository import RepositoryView
 from auditor.rule import NotRun, Rule, RuleContext, Unseen, kinds_read_by, unmet_requirement
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
@@ -139,6 +140,8 @@ class AuditResult:
     # Files of the input that could not be read (from the snapshot), and any other defect of a file a
     # later step turns into one (`DuplicateObject.input_problems()`): each makes the run incomplete.
     input_problems: list[InputProblem] = field(default_factory=list)
+    # An audit of a GitOps tree (auditor.fleet.audit_tree): its clusters and how the tree was read.
+    repository: RepositoryView | None = None
 
     @property
     def failing(self) -> list[Finding]:

@@ -217,6 +217,29 @@ class K8sObject:
 
 
 @dataclass(frozen=True, slots=True)
+class NamespaceOrigin:
+    """Where an object's namespace comes from when a GitOps build decides it (docs/gitops.md).
+
+    kustomize `namespace:`, a Flux `targetNamespace` or an Argo CD destination
+    may give an object a namespace its manifest does not say (or overrides
+    the one it says); reports show it beside the object's file and line:
+    `namespace media from apps/media/kustomization.yaml:3`. `reason` is how
+    it was decided (`kustomize`, `flux-targetNamespace`, `argocd-destination`,
+    `manifest`, `unset`...), `source` the line that decided it.
+    """
+
+    namespace: str | None
+    reason: str
+    source: Source | None
+    text: str
+
+    @property
+    def from_manifest(self) -> bool:
+        """The manifest's own `metadata.namespace`, which nothing overrides (nothing to add to its line)."""
+        return self.reason == "manifest"
+
+
+@dataclass(frozen=True, slots=True)
 class AppliedException:
     """The exception-list entry that excepted a finding."""
 
@@ -248,6 +271,8 @@ class Finding:
     exception: AppliedException | None = None
     cluster: str | None = None
     labels: tuple[tuple[str, str], ...] | None = None
+    # Set by the GitOps reader's audit (auditor.fleet.audit_tree) when a build decides the namespace.
+    namespace_from: NamespaceOrigin | None = None
 
     @property
     def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, int, str]:

@@ -256,10 +256,12 @@ class RuleContext:
     def settings_known(self) -> bool:
         """Whether the agent's settings are known (a cilium-config ConfigMap or complete Helm values):
         only then does an absent key mean "Cilium's default"."""
+        self._unambiguous()
         return self._config.settings_known
 
     def require_settings(self, *, unknown_because: str) -> None:
         """Raise NotRun("<unknown_because>: why") unless the agent's settings are known."""
+        self._unambiguous()
         if not self._config.settings_known:
             notes = f"; {'; '.join(self._config.notes)}" if self._config.notes else ""
             raise NotRun(f"{unknown_because}: {NO_CONFIG}{notes}")
@@ -310,6 +312,7 @@ class RuleContext:
 
     def describe_configuration(self) -> str:
         """The sources the configuration was read from, for messages (`ConfigMap kube-system/cilium-config`)."""
+        self._unambiguous()
         return self._config.describe_sources()
 
     def agent_version(self) -> Setting | None:
@@ -334,6 +337,7 @@ class RuleContext:
     def configuration_anchor(self, setting: Setting | None = None) -> Anchor:
         """Where a finding about `setting` points: the object or values file that set it, else the
         main configuration source; NotRun when the input shows no configuration at all."""
+        self._unambiguous()
         anchor = self._config.anchor_of(setting)
         if anchor is None:
             raise NotRun(NO_CONFIG)
@@ -355,27 +359,32 @@ class RuleContext:
     @property
     def cilium_namespace(self) -> str:
         """The namespace Cilium runs in: cilium-config's or the agent's, else kube-system."""
+        self._unambiguous()
         return self._config.namespace
 
     @property
     def cilium_config_map(self) -> K8sObject | None:
         """The cilium-config ConfigMap the configuration was read from, if the input holds it."""
+        self._unambiguous()
         return self._config.config_map
 
     @property
     def cilium_agent(self) -> K8sObject | None:
         """The agent DaemonSet (cilium), if the input holds it."""
+        self._unambiguous()
         return self._config.agent
 
     @property
     def helm_values(self) -> tuple[HelmValues, ...]:
         """The Cilium Helm values read (values files, HelmReleases, Applications), highest precedence first."""
+        self._unambiguous()
         return tuple(self._config.helm)
 
     def agent_takes_env_from_elsewhere(self) -> bool:
         """Whether the agent container takes environment from `envFrom`, which the input does not show."""
         from auditor.cilium.config import agent_env_from
 
+        self._unambiguous()
         return self._config.agent is not None and agent_env_from(self._config.agent)
 
     # --- internals --------------------------------------------------------------------------
@@ -388,7 +397,13 @@ class RuleContext:
             )
         return setting
 
+    def _unambiguous(self) -> None:
+        """NotRun when the scope holds two different Cilium configurations: a rule never picks one."""
+        if self._config.ambiguous is not None:
+            raise NotRun(self._config.ambiguous)
+
     def _check_declared(self, key: str) -> None:
+        self._unambiguous()
         if self._declared is not None and key not in self._declared:
             raise UndeclaredRead(
                 f"rule {self._rule_id} reads the Cilium setting {key!r} without declaring it in cilium_settings"

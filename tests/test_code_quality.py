@@ -36,6 +36,8 @@ LINTED = (
     "tests/test_exposure.py",
     "tests/test_exposure_cli.py",
     "tests/test_trace_cli.py",
+    "tests/test_gitops_audit.py",
+    "tests/test_gitops_repos_audit.py",
 )
 # What mypy --strict and the function-length check read.
 TYPED = ("auditor", "rules")

@@ -93,8 +93,12 @@ def test_default_deny_judges_the_namespaces_helmreleases_deploy_into() -> None:
     result = run_cli(str(path), "--rule", "namespace-missing-default-deny", "--format", "json", "--as-of",
                      "2026-11-29", timeout=600)
     report = json.loads(result.stdout)
-    messages = {f["object"]["name"]: f["message"] for f in report["findings"]}
-    assert messages["media"] == "no default-deny for ingress and egress (namespace holds 6 HelmRelease)"
-    assert "network" in messages  # the namespace the previous reading already judged (its Deployments)
+    messages = {(f["cluster"], f["object"]["name"]): f["message"] for f in report["findings"]}
+    # Read per cluster (docs/input.md, "GitOps repositories"): the Flux targetNamespace puts cluster-0's 17
+    # media HelmReleases in media, and the repository's one network policy (vpn/pod-gateway/media) is in a
+    # folder no cluster deploys, so cluster-0 holds no network policy at all.
+    assert messages[("cluster-0", "media")] == ("no default-deny for ingress and egress (namespace holds 17 "
+                                                "HelmRelease); the input holds no network policy at all")
+    assert ("cluster-0", "network") in messages  # the namespace the previous reading already judged
     (rule,) = report["rules"]
     assert rule["status"] == "failed" and rule["checked"] == len(messages)

@@ -17,6 +17,7 @@ from typing import Any
 
 from auditor import kinds
 from auditor.cilium.config import CiliumConfig
+from auditor.cilium.helm_values import merged_release_values
 from auditor.exposure import gateway as gw
 from auditor.exposure.announce import Announcers
 from auditor.exposure.index import ExposureModel
@@ -76,7 +77,14 @@ from auditor.exposure.services import (
     service_type,
 )
 from auditor.exposure.settings import ExposureSettings, resolve_settings
-from auditor.exposure.values import DeclaredService, declared_services, dotted
+from auditor.exposure.values import (
+    EXPOSING_WORDS,
+    DeclaredService,
+    ReleaseValues,
+    ValuesLayers,
+    declared_services,
+    dotted,
+)
 from auditor.exposure.workloads import WORKLOAD_KINDS, WorkloadIndex, ports_of
 from auditor.model import K8sObject, ObjectRef, as_list, as_mapping, as_str, string_labels
 from auditor.posture import Posture
@@ -245,12 +253,27 @@ class _Builder:
         }
         owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
         owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
-        return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values)
+        return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values, self._release_values)
                 if (d.namespace or "", d.release) not in rendered]
+
+    def _release_values(self, release: K8sObject) -> ValuesLayers | None:
+        """A HelmRelease's `valuesFrom` files of the input, and how to merge them (None: `spec.values` alone)."""
+        files = self.snapshot.values_files(release)
+        if not files:
+            return None
+        # A file whose text never writes a Service type cannot ask for one (escapes aside: looked into).
+        layers = tuple(f.values for f in files if f.text is None or "\\" in f.text
+                       or any(word in f.text for word in EXPOSING_WORDS))
+
+        def merged() -> ReleaseValues:
+            values, provenance, files, _ = merged_release_values(self.snapshot, release)
+            return values, provenance, files
+
+        return layers, merged
 
     def _declared_view(self, declared: DeclaredService) -> ServiceView:
         owner = declared.owner
-        source = self.lines.source_of(owner.source, declared.path)
+        source = declared.values_source or self.lines.source_of(owner.source, declared.path)
         service_path = dotted(declared.path[:-1])
         ref = ObjectRef("Service", declared.namespace, f"{declared.release}:{service_path}", "v1")
         labels = {**declared.labels, SERVICE_NAMESPACE_LABEL: declared.namespace or ""}

@@ -15,8 +15,10 @@ from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
 from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
-from auditor.model import ClusterInfo, Finding, InputProblem, ObjectRef, Source
+from auditor.model import ClusterInfo, Finding, InputProblem, NamespaceOrigin, ObjectRef, Source
+from auditor.report.repository import remark_dicts
 from auditor.report.sources import ConfigSources
+from auditor.repository import RemarkKind, RepositoryView, ScopeView
 
 REPORT_VERSION = "1"
 
@@ -41,11 +43,43 @@ def finding_dict(finding: Finding, remediation: str | None = None) -> dict[str, 
                 out["column"] = finding.source.column
     if finding.cluster:
         out["cluster"] = finding.cluster
+    if finding.namespace_from is not None:
+        out["namespaceFrom"] = namespace_origin_dict(finding.namespace_from)
     if finding.exception is not None:
         out["exception"] = {"name": finding.exception.name, "reason": finding.exception.reason}
     if remediation:
         out["remediation"] = remediation
     return out
+
+
+def namespace_origin_dict(origin: NamespaceOrigin) -> dict[str, Any]:
+    """Where a finding's object gets its namespace in a GitOps tree (docs/json-report.md, "namespaceFrom")."""
+    return {"namespace": origin.namespace, "reason": origin.reason, **source_dict(origin.source),
+            "description": origin.text}
+
+
+def scope_dict(scope: ScopeView, member: FleetCluster | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": scope.name, "kind": scope.kind.value, "root": scope.root,
+                           "entryPoints": [{"kind": e.kind, **source_dict(e.source)} for e in scope.entry_points],
+                           "objects": scope.objects, "files": scope.files,
+                           "namespaceCoverage": {"namespaced": scope.namespaced, "withNamespace": scope.with_namespace},
+                           "audited": scope.audited}
+    if member is not None:
+        out.update(exitCode=member.exit_code, complete=member.complete)
+    return out
+
+
+def repository_dict(repository: RepositoryView) -> dict[str, Any]:
+    """The report's `target.repository` member: how a GitOps tree was read (docs/json-report.md)."""
+    return {
+        "singleScope": repository.single_scope,
+        "namespaceCoverage": {"namespaced": repository.namespaced, "withNamespace": repository.with_namespace},
+        "unreached": {"objects": repository.unreached,
+                      "folders": [{"folder": f, "objects": n} for f, n in repository.unreached_folders]},
+        "problems": remark_dicts(repository, RemarkKind.PROBLEM),
+        "warnings": remark_dicts(repository, RemarkKind.WARNING),
+        "notes": remark_dicts(repository, RemarkKind.NOTE),
+    }
 
 
 def source_dict(source: Source | None) -> dict[str, Any]:
@@ -261,7 +295,11 @@ def target_dict(result: AuditResult) -> dict[str, Any]:
     target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
     if snapshot.cluster is not None:
         target["cluster"] = _cluster_dict(snapshot.cluster)
-    if result.fleet:  # each cluster of a fleet, with its own outcome
+    if result.repository is not None:  # a GitOps tree: each scope, with its own outcome when audited on its own
+        members = {member.name: member for member in result.fleet}
+        target["clusters"] = [scope_dict(scope, members.get(scope.name)) for scope in result.repository.scopes]
+        target["repository"] = repository_dict(result.repository)
+    elif result.fleet:  # each cluster of a fleet, with its own outcome
         target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
     return target
 

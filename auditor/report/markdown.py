@@ -23,9 +23,11 @@ from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import exposure_map, mermaid
+from auditor.report import repository as tree_words
 from auditor.report.diff import entry_display
 from auditor.report.sources import BUILTIN, ConfigSources
 from auditor.report.text import incomplete_because
+from auditor.repository import RemarkKind
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
 # GitHub, @ a mention, & an entity); escaping it with a backslash is valid
@@ -80,7 +82,28 @@ def _target(finding: Finding) -> str:
 
 
 def _where(finding: Finding) -> str:
-    return code(str(finding.source)) if finding.source is not None else ""
+    where = code(str(finding.source)) if finding.source is not None else ""
+    origin = finding.namespace_from  # a GitOps tree: the namespace a build gives the object, and where from
+    if origin is not None and not origin.from_manifest:
+        where += ("<br>" if where else "") + escape(origin.text)
+    return where
+
+
+def _repository_section(result: AuditResult) -> list[str]:
+    """A GitOps tree: its clusters, what no cluster deploys, the namespace coverage, the layout's warnings."""
+    repository = result.repository
+    if repository is None:
+        return []
+    lines = [escape(tree_words.clusters_sentence(repository)), ""]
+    unreached = tree_words.unreached_sentence(repository)
+    items = [*tree_words.cluster_lines(repository), *([unreached] if unreached else [])]
+    if items:
+        lines += [*(f"- {escape(item)}" for item in items), ""]
+    lines += [escape(tree_words.namespaces_sentence(repository)), ""]
+    for kind in (RemarkKind.PROBLEM, RemarkKind.WARNING):
+        for remark in repository.remarks_of(kind):
+            lines += [f"**{kind.value.capitalize()}:** {escape(str(remark))}", ""]
+    return lines
 
 
 def _verdict(result: AuditResult, new: str) -> str:
@@ -268,6 +291,7 @@ def render(result: AuditResult, verbose: bool = False) -> str:
         "",
         _target_line(result),
         "",
+        *_repository_section(result),
         _sources_line(result),
         "",
     ]

@@ -47,7 +47,7 @@ from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, InputProblem, RuleStatus, Severity
-from auditor.report.json_report import sources_dict, summary_dict
+from auditor.report.json_report import namespace_origin_dict, repository_dict, scope_dict, sources_dict, summary_dict
 from auditor.report.sources import BUILTIN, ConfigSources
 
 SARIF_VERSION = "2.1.0"
@@ -164,6 +164,8 @@ def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: 
     }
     if finding.cluster:
         logical["properties"]["cluster"] = finding.cluster
+    if finding.namespace_from is not None:  # a GitOps tree: where the object's namespace comes from
+        logical["properties"]["namespaceFrom"] = namespace_origin_dict(finding.namespace_from)
     location: dict[str, Any] = {}
     source = finding.source
     if physical and source is not None and source.path and source.path != STDIN_NAME:
@@ -360,6 +362,10 @@ def _run_properties(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     properties: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs),
                                   "summary": summary_dict(result.summary()), "sources": sources_dict(result)}
+    if result.repository is not None:  # a GitOps tree: its clusters and how it was read, as in the JSON report
+        members = {member.name: member for member in result.fleet}
+        properties["clusters"] = [scope_dict(s, members.get(s.name)) for s in result.repository.scopes]
+        properties["repository"] = repository_dict(result.repository)
     baseline = result.baseline
     if baseline is not None:
         counts = baseline.counts()

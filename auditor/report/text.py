@@ -27,7 +27,7 @@ name once took 67 s in a table layout that was quadratic in it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.baseline import UNCHANGED, Baseline
@@ -36,7 +36,9 @@ from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Verbosity
+from auditor.report import repository as tree_words
 from auditor.report.sources import ConfigSources
+from auditor.repository import RemarkKind
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
 # The severity of a failed finding, coloured; an excepted one is dimmed, severity and all.
@@ -158,6 +160,7 @@ class _Row:
     message: str
     where: str
     exception: str  # "excepted by NAME (file:line): reason", or ""
+    namespace: str = ""  # "namespace media from apps/media/kustomization.yaml:3" (a GitOps build decided it)
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,7 @@ class _Context:
     sources: ConfigSources
     entries: dict[str, ExceptionUsage]  # exception entry name -> what became of it
     failing: frozenset[int]  # id() of each finding that fails the gate
+    grouped: bool = False  # findings under a heading per cluster (a GitOps tree): rows leave the cluster out
 
 
 def _status(finding: Finding, baseline: Baseline | None) -> tuple[str, str]:
@@ -187,8 +191,10 @@ def _row(finding: Finding, ctx: _Context) -> _Row:
         usage = ctx.entries.get(applied.name)
         where = f" ({ctx.sources.entry_location(usage.entry)})" if usage is not None else ""
         exception = f"excepted by {shown(applied.name, LINE_LIMIT)}{where}: {shown(applied.reason, REASON_LIMIT)}"
-    target = finding.object.display if not finding.cluster else f"{finding.cluster}: {finding.object.display}"
+    target = (finding.object.display if not finding.cluster or ctx.grouped
+              else f"{finding.cluster}: {finding.object.display}")
     severity = finding.severity.value if finding.severity else ""
+    origin = finding.namespace_from
     return _Row(
         status=status,
         colour=colour,
@@ -198,6 +204,7 @@ def _row(finding: Finding, ctx: _Context) -> _Row:
         message=shown(finding.message, MESSAGE_LIMIT),
         where=shown(str(finding.source), WHERE_LIMIT) if finding.source else "",
         exception=exception,
+        namespace=shown(origin.text, WHERE_LIMIT) if origin is not None and not origin.from_manifest else "",
     )
 
 
@@ -220,7 +227,7 @@ class _Columns:
         where = max(len(HEADERS[4]), *(len(row.where) for row in rows))
         fixed = len(TABLE_INDENT) + status + severity + target + where + 4 * len(COLUMN_GAP)
         room = width - fixed
-        texts = [f"{row.message} [{row.exception}]" if row.exception else row.message for row in rows]
+        texts = [_table_text(row) for row in rows]
         needed = max(len(HEADERS[3]), *(len(text) for text in texts))
         longest = max(_longest_word(text) for text in texts)
         if room < min(MIN_MESSAGE_WIDTH, needed) or room < longest:
@@ -241,11 +248,16 @@ def _table(rows: list[_Row], columns: _Columns, style: _Style) -> list[str]:
     lines = [line(HEADERS), line(("-" * status_w, "-" * severity_w, "-" * target_w, "-" * message_w,
                                   "-" * columns.widths[4]))]
     for row in rows:
-        text = f"{row.message} [{row.exception}]" if row.exception else row.message
-        message_lines = wrap(text, message_w)
+        message_lines = wrap(_table_text(row), message_w)
         lines.append(line((row.status, row.severity, row.target, message_lines[0], row.where), row))
         lines.extend(line(("", "", "", more, "")) for more in message_lines[1:])
     return lines
+
+
+def _table_text(row: _Row) -> str:
+    """The MESSAGE cell: the message, then the namespace's origin and the exception, when there are."""
+    text = f"{row.message} ({row.namespace})" if row.namespace else row.message
+    return f"{text} [{row.exception}]" if row.exception else text
 
 
 def _block(row: _Row, ctx: _Context) -> list[str]:
@@ -255,6 +267,8 @@ def _block(row: _Row, ctx: _Context) -> list[str]:
     _restyle(lines, f"  {row.status}  {row.severity}", f"  {status}  {severity}")
     if row.where:
         lines += wrap(f"at {row.where}", ctx.width, "    ", "       ")
+    if row.namespace:
+        lines += wrap(row.namespace, ctx.width, "    ", "      ")
     lines += wrap(row.message, ctx.width, "    ")
     if row.exception:
         lines += wrap(row.exception, ctx.width, "    ")
@@ -284,11 +298,26 @@ def _heading(label: str, colour: str, rule_result: RuleResult, ctx: _Context) ->
                     f"{ctx.style(label, colour)} {ctx.style(rule_result.id, 'bold')}")
 
 
-def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
-    """One headed section per rule with findings to show, and the fix when some failed."""
+def _cluster_sections(result: AuditResult, ctx: _Context) -> list[str]:
+    """A GitOps tree's findings by cluster: a heading per audited scope, then its rules' sections."""
     tables = _tables_fit(result, ctx)
     lines: list[str] = []
-    for rule_result in result.rules:
+    assert result.repository is not None  # only called for a tree (tree_words.grouped)
+    for scope in result.repository.audited:
+        rules = [replace(r, findings=[f for f in r.findings if f.cluster == scope.name]) for r in result.rules]
+        findings = [f for r in rules for f in _shown_findings(r, ctx)]
+        if not findings and ctx.verbosity is Verbosity.QUIET:
+            continue  # quiet: only what fails the gate
+        heading = tree_words.scope_heading(scope, findings)
+        lines += [ctx.style(line, "bold") for line in wrap(shown(heading, LINE_LIMIT), ctx.width, "", "  ")]
+        lines += _rule_sections(rules, ctx, tables) if findings else ["  (no findings)", ""]
+    return lines
+
+
+def _rule_sections(rules: list[RuleResult], ctx: _Context, tables: bool) -> list[str]:
+    """One headed section per rule with findings to show, and the fix when some failed."""
+    lines: list[str] = []
+    for rule_result in rules:
         findings = _shown_findings(rule_result, ctx)
         if not findings:
             continue
@@ -341,6 +370,7 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines = [ctx.style(line, "bold") for line in
              wrap(f"Audit of {target_line(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+    lines += _tree_header(result, ctx)
     lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
     if ctx.verbosity is Verbosity.VERBOSE:
         for note in result.notes:
@@ -350,6 +380,36 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
         lines += wrap(f"{_plural(len(result.notes), 'note')} about the posture (-v shows them)", ctx.width, "", "  ")
     lines.append("")
     return lines
+
+
+def _tree_header(result: AuditResult, ctx: _Context) -> list[str]:
+    """A GitOps tree: its clusters, what no cluster deploys, the namespace coverage (docs/input.md)."""
+    repository = result.repository
+    if repository is None:
+        return []
+    lines = wrap(shown(tree_words.clusters_sentence(repository), LINE_LIMIT), ctx.width, "", "  ")
+    unreached = tree_words.unreached_sentence(repository)
+    for item in [*tree_words.cluster_lines(repository), *([unreached] if unreached else [])]:
+        lines += wrap(shown(item, LINE_LIMIT), ctx.width, "  ", "      ")
+    lines += wrap(shown(tree_words.namespaces_sentence(repository), LINE_LIMIT), ctx.width, "", "  ")
+    notes = repository.remarks_of(RemarkKind.NOTE)
+    if notes and ctx.verbosity is not Verbosity.VERBOSE:
+        lines += wrap(f"{_plural(len(notes), 'note')} on how the tree was read (-v shows them)", ctx.width, "", "  ")
+    return lines
+
+
+def _tree_remarks(result: AuditResult, ctx: _Context) -> list[tuple[str, str]]:
+    """(label, text) of what the layout says: problems and warnings always, notes with -v."""
+    repository = result.repository
+    if repository is None:
+        return []
+    shown_kinds = [RemarkKind.PROBLEM, RemarkKind.WARNING]
+    if ctx.verbosity is Verbosity.VERBOSE:
+        shown_kinds.append(RemarkKind.NOTE)
+    return [(kind.value, shown(str(remark), LINE_LIMIT)) for kind in shown_kinds
+            for remark in repository.remarks_of(kind)
+            if not (repository.single_scope and kind is RemarkKind.WARNING and remark.source is None
+                    and remark.message.startswith("no cluster entry point found"))]
 
 
 def _labelled(label: str, colour: str, rest: str, ctx: _Context, indent: str = "", hang: str = "  ") -> list[str]:
@@ -446,6 +506,7 @@ def _remarks(result: AuditResult, ctx: _Context) -> list[str]:
     if ctx.verbosity is Verbosity.QUIET:
         return []
     warnings = [_duplicate_remark(duplicate) for duplicate in result.duplicates]
+    tree_remarks = _tree_remarks(result, ctx)
     remarks = []
     for usage in result.exceptions:
         if not ctx.sources.reported(usage, ctx.verbosity is Verbosity.VERBOSE):
@@ -453,10 +514,11 @@ def _remarks(result: AuditResult, ctx: _Context) -> list[str]:
         remark = (ctx.sources.unused_remark(usage) if usage.status is EntryStatus.UNUSED
                   else ctx.sources.expired_remark(usage))
         remarks.append(shown(remark, LINE_LIMIT))
-    if not warnings and not remarks:
+    if not warnings and not remarks and not tree_remarks:
         return []
     lines = [""]
-    for text, label in [*((w, "warning") for w in warnings), *((r, "note") for r in remarks)]:
+    for text, label in [*((t, k) for k, t in tree_remarks), *((w, "warning") for w in warnings),
+                        *((r, "note") for r in remarks)]:
         lines += [ctx.style(line, "yellow") for line in wrap(f"{label}: {text}", ctx.width, "", "  ")]
     return lines
 
@@ -545,11 +607,14 @@ def render(result: AuditResult, color: bool = False, width: int = DEFAULT_WIDTH,
         sources=ConfigSources.of(result),
         entries={usage.entry.name: usage for usage in result.exceptions},
         failing=frozenset(id(finding) for finding in result.failing),
+        grouped=tree_words.grouped(result),
     )
+    sections = (_cluster_sections(result, ctx) if ctx.grouped
+                else _rule_sections(result.rules, ctx, _tables_fit(result, ctx)))
     lines = [
         *_header(result, ctx),
         *_input_problem_lines(result, ctx),
-        *_rule_sections(result, ctx),
+        *sections,
         *_verdicts(result, ctx),
         *_remarks(result, ctx),
         *(_baseline_lines(result.baseline, ctx) if result.baseline is not None else []),

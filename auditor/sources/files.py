@@ -17,7 +17,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO, NoReturn, Protocol
 
 from auditor.errors import InputError
 from auditor.model import IgnoredDocument, InputProblem, K8sObject, ProblemCode, Source
@@ -38,6 +38,8 @@ from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# Files up to this size are handed to a `ReadObserver` with their bytes (GitOps files are a few KB).
+OBSERVED_BYTES = 8 * 1024 * 1024
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
@@ -76,7 +78,23 @@ class _Collected:
 _Walked = IgnoredDocument | InputError | None
 
 
-def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, _Walked]]:
+class ReadObserver(Protocol):
+    """Sees what the reader walks and parses, so a caller can reuse it (one walk, one parse).
+
+    The GitOps layout (auditor.sources.gitops.collect) is built from it: the
+    folders with their entries, and each file read whole with its documents.
+    A file that fails is never passed to `file`.
+    """
+
+    def folder(self, path: str, files: list[str], subdirs: list[str]) -> None:
+        """A folder entered: its regular (non-hidden) file names and the sub-folders walked."""
+
+    def file(self, path: str, data: bytes, documents: list[_Document]) -> None:
+        """A file read without error: its bytes and every document parsed from them."""
+
+
+def _walk_directory(root: str, limits: ReadLimits,
+                    observer: ReadObserver | None = None) -> Iterator[tuple[str, _Walked]]:
     """Manifest files below `root`, sorted, skipping hidden folders and chart templates.
 
     Symbolic links are followed, but a folder is entered once: a link loop
@@ -104,6 +122,7 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, _Walke
             continue
         names = {entry.name for entry in entries}
         subdirs: list[str] = []
+        file_names: list[str] = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
@@ -124,11 +143,15 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, _Walke
                     yield path, IgnoredDocument(Source(path), "Ansible role templates (Jinja: render them first)")
                     continue
                 subdirs.append(path)
-            elif entry.name.endswith(MANIFEST_SUFFIXES):
+                continue
+            file_names.append(entry.name)
+            if entry.name.endswith(MANIFEST_SUFFIXES):
                 count += 1
                 if count > limits.max_files:
                     raise InputError(f"{root}: more than {limits.max_files:,} manifest files (see --max-files)")
                 yield path, None
+        if observer is not None:
+            observer.folder(directory, file_names, [os.path.basename(d) for d in subdirs])
         stack.extend(reversed(subdirs))
 
 
@@ -405,17 +428,26 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
         _add_object(out, item, name, item_line, column, "list item is not a Kubernetes object")
 
 
-def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool) -> _Collected:
+def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool,
+              observer: ReadObserver | None = None) -> _Collected:
     """Everything one file holds, or `InputError`: a broken file never contributes half its objects."""
     out = _Collected()
     # The bytes are handed over in a holder the parser empties: no other
     # reference keeps them (or the decoded text) alive while objects are built.
     holder = [read()]
+    # An observer keeps them (and the documents) on purpose: it reuses this parse. Not the bytes of
+    # a large file (a dump in a folder): those must be freed before its objects are built.
+    seen: list[_Document] | None = [] if observer is not None else None
+    data = holder[0] if seen is not None and len(holder[0]) <= OBSERVED_BYTES else b""
     found = False
     for document in _documents(name, holder, limits):
         found = True
+        if seen is not None:
+            seen.append(document)
         # Only a snapshot given as the input itself is a snapshot; one found in a folder is a List.
         _add_document(out, name, document, header_allowed=explicit)
+    if observer is not None and seen is not None:
+        observer.file(name, data, seen)
     if not found:
         if explicit:
             raise InputError(f"{name}: empty (no YAML or JSON document)")
@@ -423,12 +455,13 @@ def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit
     return out
 
 
-def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, bool, _Walked]]:
+def _expand(paths: Iterable[str], limits: ReadLimits,
+            observer: ReadObserver | None = None) -> Iterator[tuple[str, bool, _Walked]]:
     for path in paths:
         if path == STDIN:
             yield STDIN, True, None
         elif os.path.isdir(path):
-            for file_path, walked in _walk_directory(path, limits):
+            for file_path, walked in _walk_directory(path, limits, observer):
                 yield file_path, False, walked
         elif os.path.exists(path) or os.path.islink(path):
             yield path, True, None
@@ -452,25 +485,27 @@ def input_problem(path: str, error: InputError) -> InputProblem:
 FileErrorHandler = Callable[[str, InputError], None]
 
 
-def _read_path(path: str, explicit: bool, limits: ReadLimits, stdin: BinaryIO | None) -> _Collected:
+def _read_path(path: str, explicit: bool, limits: ReadLimits, stdin: BinaryIO | None,
+               observer: ReadObserver | None = None) -> _Collected:
     if path == STDIN:
         stream = stdin if stdin is not None else sys.stdin.buffer
         read = functools.partial(_read_bytes, stream, STDIN_NAME, limits.max_file_bytes)
         return _read_one(STDIN_NAME, read, limits, True)
-    return _read_one(path, functools.partial(_read_file, path, limits, explicit), limits, explicit)
+    return _read_one(path, functools.partial(_read_file, path, limits, explicit), limits, explicit,
+                     None if explicit else observer)
 
 
 def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
-              on_file_error: FileErrorHandler | None) -> _Collected:
+              on_file_error: FileErrorHandler | None, observer: ReadObserver | None = None) -> _Collected:
     out = _Collected()
-    for path, explicit, walked in _expand(paths, limits):
+    for path, explicit, walked in _expand(paths, limits, observer):
         if isinstance(walked, IgnoredDocument):
             out.ignored.append(walked)
             continue
         try:
             if walked is not None:  # a folder below a folder argument that cannot be read
                 raise walked
-            found = _read_path(path, explicit, limits, stdin)
+            found = _read_path(path, explicit, limits, stdin, observer)
         except InputError as error:
             # The one seam for per-file problems: a caller that lists them
             # instead of stopping passes `on_file_error`. A path named on
@@ -485,7 +520,7 @@ def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
 
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
                allow_no_objects: bool = False, on_file_error: FileErrorHandler | None = None,
-               input_problems: bool = False, freeze: bool = False) -> Snapshot:
+               input_problems: bool = False, freeze: bool = False, observer: ReadObserver | None = None) -> Snapshot:
     """Read every path into one snapshot, or raise `InputError` naming what is wrong.
 
     A file found in a folder that cannot be read stops the read, unless
@@ -497,7 +532,7 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     Input without any Kubernetes object is an error (a mistyped path, a Helm
     values file) unless `allow_no_objects`, or input problems explain it: a
     pre-commit run on a commit that touches only non-Kubernetes YAML has
-    nothing to audit, and says so.
+    nothing to audit, and says so. `observer` sees the folders' files read.
     """
     if not paths:
         raise InputError("no input given (a file, a folder, or - for standard input)")
@@ -521,7 +556,7 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     collecting = gc.isenabled()
     gc.disable()
     try:
-        out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None)
+        out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None, observer)
     finally:
         if collecting:
             if freeze:
