@@ -101,7 +101,7 @@ def compare(
 ) -> Comparison[T]:
     """Classify `current` findings against `baseline` report entries (see the module docstring).
 
-    `checked_rules` are the rules that reached a verdict (passed or failed) in
+    `checked_rules` are the rules that reached a full verdict (passed or failed, not partial) in
     the current audit; `checked_clusters` the clusters a fleet audit read (None
     when it is not a fleet audit): a baseline finding about a cluster the
     current audit did not read is unverified, not fixed.
@@ -139,7 +139,9 @@ def compare(
 
 
 def checked_rules_of_report(report: Mapping[str, Any]) -> set[str]:
-    return {rule["id"] for rule in report.get("rules", []) if rule.get("status") in _VERDICTS}
+    """The rules of a JSON report that reached a full verdict (a partial one may not have seen a finding)."""
+    return {rule["id"] for rule in report.get("rules", [])
+            if rule.get("status") in _VERDICTS and not rule.get("partial")}
 
 
 def clusters_of_report(report: Mapping[str, Any]) -> set[str] | None:

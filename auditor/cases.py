@@ -45,11 +45,20 @@ class ExpectedFinding:
 
 
 @dataclass(frozen=True)
+class ExpectedUnseen:
+    """What a partial verdict did not see (`RuleContext.did_not_see`)."""
+
+    what: str  # a regular expression, searched in what was not seen
+    reason: str | None = None  # a regular expression, searched in why
+
+
+@dataclass(frozen=True)
 class Expectation:
     status: str  # passed | failed | not-run | error
-    reason: str | None = None  # a regular expression, searched in the not-run/error reason
+    reason: str | None = None  # a regular expression, searched in the reason (not-run, error, nothing to check)
     checked: int | None = None
     findings: tuple[ExpectedFinding, ...] = ()
+    did_not_see: tuple[ExpectedUnseen, ...] = ()  # exactly these, in order: none means a full verdict
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class Case:
     exceptions: str | None = None
     posture: str | None = None
     coverage: Mapping[str, str] | None = None  # group-kind -> listed | not-served | present | missing | failed
+    tree: bool = False  # read the input as a folder holding input.yaml (a GitOps tree), not as the file itself
 
     @property
     def where(self) -> str:
@@ -124,7 +134,7 @@ def load_case_file(path: str | Path) -> CaseFile:
             if expect["status"] != _EXAMPLE_STATUS[explain]:
                 raise fail(("cases", index, "explain"),
                            f"{name}: an explain: {explain} example must expect status {_EXAMPLE_STATUS[explain]}")
-            extra = [key for key in ("posture", "exceptions", "coverage") if key in raw]
+            extra = [key for key in ("posture", "exceptions", "coverage", "tree") if key in raw]
             if extra:
                 raise fail(("cases", index, extra[0]),
                            f"{name}: an explain example is shown as its input alone: it cannot have {extra[0]}")
@@ -133,13 +143,16 @@ def load_case_file(path: str | Path) -> CaseFile:
             name=name,
             input=raw["input"],
             expect=Expectation(status=expect["status"], reason=expect.get("reason"), checked=expect.get("checked"),
-                               findings=tuple(_finding(f) for f in expect.get("findings", []))),
+                               findings=tuple(_finding(f) for f in expect.get("findings", [])),
+                               did_not_see=tuple(ExpectedUnseen(u["what"], u.get("reason"))
+                                                 for u in expect.get("didNotSee", []))),
             path=path,
             line=config.line_of(("cases", index)),
             explain=explain,
             exceptions=raw.get("exceptions"),
             posture=raw.get("posture"),
             coverage=raw.get("coverage"),
+            tree=bool(raw.get("tree", False)),
         ))
     return CaseFile(rule_id, path, tuple(cases))
 

@@ -16,7 +16,10 @@ Designed for what comes next:
   of a scope, so legitimate overlays never reach this module; whatever still
   shares an identity in a scope is a real ambiguity.
 - Each later definition is one problem of the file it is in
-  (`DuplicateObject.problems()`), ready for a per-file list of input problems.
+  (`DuplicateObject.problems()`); `DuplicateObject.input_problems()` makes
+  them input problems (code `duplicate-object`), so a source that decides a
+  duplicate is a defect of the input adds it to the report's list of input
+  problems with one call: `result.input_problems += duplicate.input_problems()`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from auditor.model import K8sObject, ObjectRef, Source
+from auditor.model import InputProblem, K8sObject, ObjectRef, ProblemCode, Source
 
 Identity = tuple[str, str | None, str]  # (group-kind, namespace, name): Snapshot's index key
 
@@ -51,6 +54,17 @@ class DuplicateObject:
         where_first = str(first) if first is not None else "elsewhere in the input"
         for source in self.sources[1:]:
             yield source, f"defines {self.object.display} again (first defined at {where_first})"
+
+
+    def input_problems(self) -> list[InputProblem]:
+        """Each definition after the first as an input problem of its file (one without a file is left out:
+        there is no file to point at)."""
+        return [
+            InputProblem(file=source.path, message=message, code=ProblemCode.DUPLICATE_OBJECT, line=source.line,
+                         column=source.column, cluster=self.cluster)
+            for source, message in self.problems()
+            if source is not None
+        ]
 
 
 def identity(obj: K8sObject) -> Identity:

@@ -27,18 +27,28 @@ from auditor.model import (
     ClusterInfo,
     Finding,
     FindingStatus,
+    InputProblem,
     ObjectRef,
     RuleStatus,
     Severity,
 )
 from auditor.posture import Posture
 from auditor.registry import RuleSet
-from auditor.rule import NotRun, Rule, RuleContext, kinds_read_by, unmet_requirement
+from auditor.repository import RepositoryView
+from auditor.rule import NotRun, Rule, RuleContext, Unseen, kinds_read_by, unmet_requirement
 from auditor.snapshot import Coverage, CoverageState, Snapshot
+
+# The reason of a rule that examined nothing and did not say what it found none of (fail closed).
+CHECKED_NOTHING = ("checked nothing: the rule examined no object of the input and does not say what an empty "
+                   "result means (a rule states it with nothing_to_check)")
+NOTHING_TO_CHECK = "nothing to check: no {what} in the input"
 
 
 @dataclass
 class RuleResult:
+    """One rule's verdict. `reason` says why for not-run and error, and what there was none of for a pass
+    that examined nothing; `unseen` what a passed or failed rule could not see (a partial verdict)."""
+
     id: str
     title: str
     severity: Severity
@@ -47,6 +57,17 @@ class RuleResult:
     findings: list[Finding] = field(default_factory=list)
     examined: list[ObjectRef] = field(default_factory=list)
     rule: Rule | None = None  # None for a plugin that failed to load
+    unseen: tuple[Unseen, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """A verdict (passed or failed) on part of what the rule judges: it did not see the rest."""
+        return bool(self.unseen) and self.status in (RuleStatus.PASSED, RuleStatus.FAILED)
+
+    @property
+    def nothing_checked(self) -> bool:
+        """A pass on input that holds nothing the rule judges (it says what: `reason`)."""
+        return self.status is RuleStatus.PASSED and not self.examined and not self.findings
 
     @property
     def failed_count(self) -> int:
@@ -69,6 +90,8 @@ class Summary:
     rules_failed: int
     rules_not_run: int
     rules_error: int
+    rules_partial: int  # passed or failed rules that did not see part of what they judge (counted there too)
+    input_problems: int  # files of the input that could not be read
     complete: bool
     fail_on: Severity
     exit_code: int
@@ -114,6 +137,11 @@ class AuditResult:
     # in with its verdict, sorted by address then port (by cluster first in a fleet).
     exposure_model: ExposureModel | None = None
     exposures: tuple[JudgedEntrance, ...] = ()
+    # Files of the input that could not be read (from the snapshot), and any other defect of a file a
+    # later step turns into one (`DuplicateObject.input_problems()`): each makes the run incomplete.
+    input_problems: list[InputProblem] = field(default_factory=list)
+    # An audit of a GitOps tree (auditor.fleet.audit_tree): its clusters and how the tree was read.
+    repository: RepositoryView | None = None
 
     @property
     def failing(self) -> list[Finding]:
@@ -129,16 +157,22 @@ class AuditResult:
         return sum(1 for r in self.rules if r.status is status)
 
     @property
+    def partial_count(self) -> int:
+        return sum(1 for r in self.rules if r.partial)
+
+    @property
     def complete(self) -> bool:
-        """Every selected rule reached a verdict."""
-        return not any(r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) for r in self.rules)
+        """Every file was read and every selected rule reached a verdict on all it judges."""
+        return not self.input_problems and not any(
+            r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) or r.partial for r in self.rules)
 
     @property
     def incomplete_gate(self) -> bool:
-        """Whether incompleteness fails the run: rule errors always, not-run on request."""
-        if self.count(RuleStatus.ERROR):
+        """Whether incompleteness fails the run (exit 3): input problems and rule errors always; rules not
+        run and partial verdicts on request (`--require-complete`, always with `audit live`)."""
+        if self.input_problems or self.count(RuleStatus.ERROR):
             return True
-        return self.require_complete and bool(self.count(RuleStatus.NOT_RUN))
+        return self.require_complete and bool(self.count(RuleStatus.NOT_RUN) or self.partial_count)
 
     @property
     def exit_code(self) -> int:
@@ -163,6 +197,8 @@ class AuditResult:
             rules_failed=self.count(RuleStatus.FAILED),
             rules_not_run=self.count(RuleStatus.NOT_RUN),
             rules_error=self.count(RuleStatus.ERROR),
+            rules_partial=self.partial_count,
+            input_problems=len(self.input_problems),
             complete=self.complete,
             fail_on=self.fail_on,
             exit_code=self.exit_code,
@@ -170,8 +206,9 @@ class AuditResult:
 
     @property
     def checked_rules(self) -> set[str]:
-        """The rules that reached a verdict (passed or failed)."""
-        return {r.id for r in self.rules if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+        """The rules that reached a full verdict (passed or failed, not partial): a baseline finding of a
+        partial rule that is gone may be in what it did not see, so it is unverified, never fixed."""
+        return {r.id for r in self.rules if r.status in (RuleStatus.PASSED, RuleStatus.FAILED) and not r.partial}
 
     @property
     def checked_clusters(self) -> set[str] | None:
@@ -221,6 +258,15 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
     # dict.fromkeys keeps the order examined (input order, usually sorted already, which the sort then
     # merely checks); a set's hash order made sorting 100k refs three times slower.
     result.examined = sorted(dict.fromkeys(ctx.examined_refs), key=lambda ref: ref.sort_key)
+    result.unseen = tuple(ctx.unseen)
+    if not findings and not result.examined:
+        # Nothing examined, nothing found: a pass only when the rule says what the input holds none of.
+        if rule.nothing_to_check:
+            result.reason = NOTHING_TO_CHECK.format(what=rule.nothing_to_check)
+        else:
+            unseen = "; ".join(str(u) for u in result.unseen)
+            result.reason = f"{CHECKED_NOTHING}; did not see {unseen}" if unseen else CHECKED_NOTHING
+            result.status, result.unseen = RuleStatus.NOT_RUN, ()
     return result
 
 
@@ -259,12 +305,13 @@ def run(
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     coverage = {gk: snapshot.coverage(gk) for gk in kinds_read_by(rule_set.rules)}
     rules_run = {r.id for r in results if r.status in (RuleStatus.PASSED, RuleStatus.FAILED)}
+    partial = frozenset(r.id for r in results if r.partial)
     statuses = {r.id: (r.status, r.reason) for r in results}
     return AuditResult(
         snapshot=snapshot,
         rules=results,
         findings=findings,
-        exceptions=matcher.usage(rules_run),
+        exceptions=matcher.usage(rules_run, partial),
         exceptions_path=exceptions.path,
         coverage=coverage,
         as_of=as_of,
@@ -275,4 +322,5 @@ def run(
         posture_path=posture.path,
         exposure_model=exposure_model,
         exposures=judge_exposures(exposure_model.entrances, posture, findings, statuses),
+        input_problems=sorted(snapshot.input_problems, key=lambda problem: problem.sort_key),
     )

@@ -22,12 +22,26 @@ class AuditError(Exception):
 
 
 class InputError(AuditError):
-    """Input that cannot be read: unreadable path, malformed file, hostile document."""
+    """Input that cannot be read: unreadable path, malformed file, hostile document.
+
+    Besides the one-line message, an error about one file keeps its parts
+    (`path`, `line`, `problem`, and `code`, the kind of defect: a
+    `auditor.model.ProblemCode` value), so a folder's broken file can become
+    an input problem of the report instead of ending the run.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 problem: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.problem = problem
+        self.code = code
 
     @classmethod
-    def at(cls, path: str, line: int | None, problem: str) -> InputError:
+    def at(cls, path: str, line: int | None, problem: str, code: str | None = None) -> InputError:
         where = f"{path}:{line}" if line else path
-        return cls(f"{where}: {problem}")
+        return cls(f"{where}: {problem}", path=path, line=line or None, problem=problem, code=code)
 
 
 class ConfigError(AuditError):

@@ -138,7 +138,10 @@ class ExceptionMatcher:
                     chosen = entry
         return chosen
 
-    def usage(self, rules_run: set[str]) -> list[ExceptionUsage]:
+    def usage(self, rules_run: set[str], partial: frozenset[str] = frozenset()) -> list[ExceptionUsage]:
+        """What became of each entry. `partial`: rules of `rules_run` whose verdict is on part of the input;
+        an entry that only they read and that matched nothing may cover what they did not see: inactive,
+        not unused (never "stale" on evidence the run did not have)."""
         report = []
         for entry in self.exceptions.entries:
             matched = self._matched[entry.name]
@@ -148,6 +151,8 @@ class ExceptionMatcher:
                 status = EntryStatus.INACTIVE
             elif matched:
                 status = EntryStatus.USED
+            elif not (rules_run - partial).intersection(entry.rules):
+                status = EntryStatus.INACTIVE
             else:
                 status = EntryStatus.UNUSED
             report.append(ExceptionUsage(entry, status, matched))

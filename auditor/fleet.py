@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING
 
 from auditor.engine import AuditResult, FleetCluster, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
-from auditor.model import RuleStatus
+from auditor.model import ClusterInfo, Finding, RuleStatus
+from auditor.repository import LayoutRemark, RemarkKind
+from auditor.rule import Unseen
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 
-if TYPE_CHECKING:  # the live source's, which this module sits above
+if TYPE_CHECKING:  # the sources', which this module sits above
+    from auditor.cilium.helm_values import HelmValues
+    from auditor.sources.gitops.audit_scopes import TreeRead
     from auditor.sources.live.fleet import ClusterRead
 
 # A rule's status across clusters is the worst one: an error anywhere is an
@@ -56,8 +60,10 @@ def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
         findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings),
                           key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
+        # What each cluster's verdict did not see, said per cluster (a rule not run there has its reason).
+        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}") for name, r in entries for u in r.unseen))
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
-                                template.rule))
+                                template.rule, unseen))
     rules.sort(key=lambda r: r.id)
     return rules
 
@@ -114,6 +120,7 @@ def merge_fleet(parts: list[tuple[str, AuditResult]], snapshot: Snapshot,
         notes=notes,
         fleet=list(clusters or []),
         duplicates=[replace(duplicate, cluster=name) for name, result in parts for duplicate in result.duplicates],
+        input_problems=[replace(problem, cluster=name) for name, result in parts for problem in result.input_problems],
         posture_path=first.posture_path,
         exposures=tuple(replace(judged, cluster=name) for name, result in parts for judged in result.exposures),
     )
@@ -134,3 +141,58 @@ def audit_fleet(reads: list[ClusterRead], evaluate: Callable[[Snapshot], AuditRe
         parts.append((read.name, result))
     snapshot = Snapshot.build(objects, mode="fleet", inputs=[r.snapshot.inputs[0] for r in reads])
     return merge_fleet(parts, snapshot, clusters)
+
+
+def audit_tree(read: TreeRead, evaluate: Callable[[Snapshot], AuditResult],
+               cilium_values: list[HelmValues] | None = None) -> AuditResult:
+    """Audit each cluster of a GitOps tree on its own and merge them as a fleet (docs/input.md).
+
+    Findings carry their cluster as fleet findings do, and the namespace each
+    build gives their object with where it comes from (`Finding.namespace_from`).
+    A tree read as one scope is one audit, as any folder is, its findings
+    untagged. `cilium_values` (`--cilium-values`) are given to every cluster,
+    and the report says so when there are several.
+    """
+    repository = read.repository
+    scopes = [scope for scope in read.scopes if scope.snapshot is not None]
+    if repository is None or not scopes:
+        raise ValueError("audit_tree needs a GitOps tree with at least one audited scope")
+    parts: list[tuple[str, AuditResult]] = []
+    for scope in scopes:
+        snapshot = scope.snapshot
+        assert snapshot is not None  # filtered above; for mypy
+        snapshot.cilium_values = list(cilium_values or [])
+        parts.append((scope.name, _with_namespace_origins(evaluate(snapshot), snapshot)))
+    if cilium_values and len(parts) > 1:
+        repository = replace(repository, remarks=(*repository.remarks, LayoutRemark(
+            RemarkKind.WARNING, None, f"--cilium-values is applied to each of the {len(parts)} clusters audited "
+                                      "(give --cluster NAME=PATH to audit one)")))
+    if repository.single_scope:
+        result = parts[0][1]
+        return replace(result, snapshot=_with_ignored(result.snapshot, read.snapshot), repository=repository)
+    clusters = [FleetCluster(name, ClusterInfo(), result.exit_code, result.complete) for name, result in parts]
+    merged = merge_fleet(parts, read.snapshot, clusters)
+    # Files not read are problems of the tree (each cluster's verdict is partial for them): listed once.
+    read_problems = set(read.snapshot.input_problems)
+    problems = [p for p in merged.input_problems if replace(p, cluster=None) not in read_problems]
+    return replace(merged, repository=repository,
+                   input_problems=sorted([*read.snapshot.input_problems, *problems], key=lambda p: p.sort_key))
+
+
+def _with_ignored(scope: Snapshot, read: Snapshot) -> Snapshot:
+    scope.ignored = read.ignored  # what the reader skipped, for the report's counts
+    return scope
+
+
+def _with_namespace_origins(result: AuditResult, snapshot: Snapshot) -> AuditResult:
+    """`result` with each finding's namespace origin, from the scope's snapshot."""
+    if not snapshot.namespace_origins:
+        return result
+
+    def stamped(finding: Finding) -> Finding:
+        origin = snapshot.namespace_origin(finding.object, finding.source)
+        return finding if origin is None else replace(finding, namespace_from=origin)
+
+    rules = [replace(rule, findings=[stamped(f) for f in rule.findings]) for rule in result.rules]
+    findings = sorted((f for rule in rules for f in rule.findings), key=lambda f: f.sort_key)
+    return replace(result, rules=rules, findings=findings)

@@ -22,6 +22,12 @@ STATEFULSET = "StatefulSet.apps"
 CRONJOB = "CronJob.batch"
 JOB = "Job.batch"
 
+# discovery / coordination: what `audit trace --live` reads besides the rules' kinds (which pods back a
+# Service, and which node holds a Service's L2 announcement lease)
+ENDPOINT_SLICE = "EndpointSlice.discovery.k8s.io"
+LEASE = "Lease.coordination.k8s.io"
+TRACE_KINDS = (ENDPOINT_SLICE, LEASE)
+
 # networking / rbac / apiextensions
 INGRESS = "Ingress.networking.k8s.io"
 INGRESS_CLASS = "IngressClass.networking.k8s.io"
@@ -119,6 +125,7 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "IngressClass.networking.k8s.io": ("networking.k8s.io", "ingressclasses"),
     "NetworkPolicy.networking.k8s.io": ("networking.k8s.io", "networkpolicies"),
     "EndpointSlice.discovery.k8s.io": ("discovery.k8s.io", "endpointslices"),
+    "Lease.coordination.k8s.io": ("coordination.k8s.io", "leases"),
     # rbac, apiextensions, admission
     "ClusterRole.rbac.authorization.k8s.io": ("rbac.authorization.k8s.io", "clusterroles"),
     "ClusterRoleBinding.rbac.authorization.k8s.io": ("rbac.authorization.k8s.io", "clusterrolebindings"),

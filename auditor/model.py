@@ -220,6 +220,29 @@ class K8sObject:
 
 
 @dataclass(frozen=True, slots=True)
+class NamespaceOrigin:
+    """Where an object's namespace comes from when a GitOps build decides it (docs/gitops.md).
+
+    kustomize `namespace:`, a Flux `targetNamespace` or an Argo CD destination
+    may give an object a namespace its manifest does not say (or overrides
+    the one it says); reports show it beside the object's file and line:
+    `namespace media from apps/media/kustomization.yaml:3`. `reason` is how
+    it was decided (`kustomize`, `flux-targetNamespace`, `argocd-destination`,
+    `manifest`, `unset`...), `source` the line that decided it.
+    """
+
+    namespace: str | None
+    reason: str
+    source: Source | None
+    text: str
+
+    @property
+    def from_manifest(self) -> bool:
+        """The manifest's own `metadata.namespace`, which nothing overrides (nothing to add to its line)."""
+        return self.reason == "manifest"
+
+
+@dataclass(frozen=True, slots=True)
 class AppliedException:
     """The exception-list entry that excepted a finding."""
 
@@ -251,6 +274,8 @@ class Finding:
     exception: AppliedException | None = None
     cluster: str | None = None
     labels: tuple[tuple[str, str], ...] | None = None
+    # Set by the GitOps reader's audit (auditor.fleet.audit_tree) when a build decides the namespace.
+    namespace_from: NamespaceOrigin | None = None
 
     @property
     def sort_key(self) -> tuple[str, str, str, str, str, str, str, int, int, str]:
@@ -323,6 +348,60 @@ def string_labels(labels: object) -> dict[str, str]:
     if not isinstance(labels, Mapping):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+class ProblemCode(str, enum.Enum):
+    """What kind of defect an input problem is (`code` in every report; docs/input.md lists them).
+
+    A str enum so reports write it as its value. The codes are a contract:
+    a new kind of defect gets a new code, an existing one never changes meaning.
+    """
+
+    UNREADABLE = "unreadable"  # the system refused it: permissions, a FIFO or device in a folder, a folder
+    TOO_LARGE = "too-large"  # over a documented limit (--max-file-bytes, --max-yaml-nodes, aliases...)
+    NOT_TEXT = "not-text"  # binary, UTF-16, not valid UTF-8
+    INVALID_YAML = "invalid-yaml"  # YAML kubectl cannot read, or a value it refuses (`.inf`)
+    INVALID_JSON = "invalid-json"
+    DUPLICATE_KEY = "duplicate-key"  # a key twice in a mapping (or two kubectl reads as one, merge-key clashes)
+    LOCAL_TAG = "local-tag"  # a tool's own tag (`!env_var`) in a Kubernetes manifest
+    DUPLICATE_OBJECT = "duplicate-object"  # an object defined again that no GitOps layout explains
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class InputProblem:
+    """A defect of one input file: it contributes none of its objects, and the run is incomplete.
+
+    `message` says what is wrong for a person, without the file (reports put
+    `file:line` before it). Made from a per-file read error
+    (`auditor.sources.files`), or from any other defect a source or the
+    engine finds in a file (`DuplicateObject.input_problems()`).
+    """
+
+    file: str
+    message: str
+    code: ProblemCode
+    line: int | None = None
+    column: int | None = None
+    cluster: str | None = None  # the fleet member (or GitOps cluster) whose input it is in
+
+    @property
+    def source(self) -> Source:
+        return Source(self.file, self.line, self.column)
+
+    @property
+    def where(self) -> str:
+        """`file:line[:column]`, prefixed with the cluster in a fleet."""
+        return f"{self.cluster}: {self.source}" if self.cluster else str(self.source)
+
+    @property
+    def sort_key(self) -> tuple[str, str, int, int, str]:
+        return (self.cluster or "", self.file, self.line or 0, self.column or 0, self.message)
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
 
 
 _ONLY_STR = frozenset({str})

@@ -81,6 +81,23 @@ class Fact:
     also: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Unseen:
+    """Part of what a rule judges that the input did not show it, and why: its verdict is on the rest.
+
+    Recorded with `RuleContext.did_not_see`. A passed or failed rule with
+    any `Unseen` is *partial*: reports show "did not see: ..." after its
+    verdict, never a full pass, and `--require-complete` counts it as
+    incomplete (docs/rules.md, "Verdicts").
+    """
+
+    what: str  # what was not seen: a kind ("ConfigMaps"), or the objects it stands for
+    reason: str  # why: "the input holds no ConfigMap objects"
+
+    def __str__(self) -> str:
+        return f"{self.what} ({self.reason})"
+
+
 class NotRun(Exception):
     """Raised by a rule whose input does not show what it needs to judge."""
 
@@ -114,6 +131,10 @@ class Rule:
     references: ClassVar[tuple[str, ...]] = ()
     # The Cilium/Kubernetes facts the rule encodes, with versions and sources.
     facts: ClassVar[tuple[Fact, ...]] = ()
+    # What a pass means when the rule examined no object: what the input holds none of, said as
+    # "no <what> in the input" ("Service of type LoadBalancer"). A rule that examines nothing and
+    # does not say this is not-run ("checked nothing"): an empty result is no evidence (fail closed).
+    nothing_to_check: ClassVar[str] = ""
     # Examples live in the rule's case file (cases/<id>.yaml beside its module):
     # the cases tagged `explain: fail` and `explain: pass` (auditor.testing).
 
@@ -173,6 +194,8 @@ class RuleContext:
     cilium: InitVar[CiliumConfig]
     rule: InitVar[Rule | None] = None
     examined_refs: list[ObjectRef] = field(default_factory=list)
+    # What the rule could not see (did_not_see), in the order recorded.
+    unseen: list[Unseen] = field(default_factory=list)
     # The exposure model of the snapshot, built once by the engine for every rule (built on first
     # use when the context is made without one).
     exposure_model: InitVar[ExposureModel | None] = None
@@ -196,6 +219,27 @@ class RuleContext:
     def known(self, gk: str) -> bool:
         return self.snapshot.coverage(gk).state.known
 
+    def did_not_see(self, what: str, reason: str) -> None:
+        """Record that the verdict is on part of the input: `what` (a kind, or the objects it stands for)
+        was not in view, for `reason`. The rule goes on judging what it sees; its verdict is then partial.
+        Recording the same thing twice is recording it once.
+
+        Say it for what the verdict rests on (an alternative of `requires` the input does not show, the
+        objects of a set the rule could judge only in part), not for a `uses` kind read when it is there.
+        """
+        unseen = Unseen(what, reason)
+        if unseen not in self.unseen:
+            self.unseen.append(unseen)
+
+    def did_not_see_kind(self, gk: str, what: str | None = None) -> bool:
+        """`did_not_see` the kind `gk` when the snapshot does not know it (with its coverage reason);
+        True when it was not seen. `what` names it for people (default: the group-kind)."""
+        coverage = self.snapshot.coverage(gk)
+        if coverage.state.known:
+            return False
+        self.did_not_see(what or gk, coverage.reason or f"{gk} is not known")
+        return True
+
     @property
     def exposures(self) -> ExposureModel:
         """Every way in from outside the cluster (auditor.exposure): read it, never rebuild the chain.
@@ -212,10 +256,12 @@ class RuleContext:
     def settings_known(self) -> bool:
         """Whether the agent's settings are known (a cilium-config ConfigMap or complete Helm values):
         only then does an absent key mean "Cilium's default"."""
+        self._unambiguous()
         return self._config.settings_known
 
     def require_settings(self, *, unknown_because: str) -> None:
         """Raise NotRun("<unknown_because>: why") unless the agent's settings are known."""
+        self._unambiguous()
         if not self._config.settings_known:
             notes = f"; {'; '.join(self._config.notes)}" if self._config.notes else ""
             raise NotRun(f"{unknown_because}: {NO_CONFIG}{notes}")
@@ -266,6 +312,7 @@ class RuleContext:
 
     def describe_configuration(self) -> str:
         """The sources the configuration was read from, for messages (`ConfigMap kube-system/cilium-config`)."""
+        self._unambiguous()
         return self._config.describe_sources()
 
     def agent_version(self) -> Setting | None:
@@ -290,10 +337,16 @@ class RuleContext:
     def configuration_anchor(self, setting: Setting | None = None) -> Anchor:
         """Where a finding about `setting` points: the object or values file that set it, else the
         main configuration source; NotRun when the input shows no configuration at all."""
+        self._unambiguous()
         anchor = self._config.anchor_of(setting)
         if anchor is None:
             raise NotRun(NO_CONFIG)
         return anchor
+
+    def examined_configuration(self, setting: Setting | None = None) -> None:
+        """Record that the Cilium configuration was checked (a verdict on a setting, even when it reads
+        "off, so nothing to judge"): the object or values file of `configuration_anchor(setting)`."""
+        self.examined(self.configuration_anchor(setting)[0])
 
     def configuration_finding(self, message: str, setting: Setting | None = None,
                               severity: Severity | None = None) -> Finding:
@@ -306,27 +359,32 @@ class RuleContext:
     @property
     def cilium_namespace(self) -> str:
         """The namespace Cilium runs in: cilium-config's or the agent's, else kube-system."""
+        self._unambiguous()
         return self._config.namespace
 
     @property
     def cilium_config_map(self) -> K8sObject | None:
         """The cilium-config ConfigMap the configuration was read from, if the input holds it."""
+        self._unambiguous()
         return self._config.config_map
 
     @property
     def cilium_agent(self) -> K8sObject | None:
         """The agent DaemonSet (cilium), if the input holds it."""
+        self._unambiguous()
         return self._config.agent
 
     @property
     def helm_values(self) -> tuple[HelmValues, ...]:
         """The Cilium Helm values read (values files, HelmReleases, Applications), highest precedence first."""
+        self._unambiguous()
         return tuple(self._config.helm)
 
     def agent_takes_env_from_elsewhere(self) -> bool:
         """Whether the agent container takes environment from `envFrom`, which the input does not show."""
         from auditor.cilium.config import agent_env_from
 
+        self._unambiguous()
         return self._config.agent is not None and agent_env_from(self._config.agent)
 
     # --- internals --------------------------------------------------------------------------
@@ -339,7 +397,13 @@ class RuleContext:
             )
         return setting
 
+    def _unambiguous(self) -> None:
+        """NotRun when the scope holds two different Cilium configurations: a rule never picks one."""
+        if self._config.ambiguous is not None:
+            raise NotRun(self._config.ambiguous)
+
     def _check_declared(self, key: str) -> None:
+        self._unambiguous()
         if self._declared is not None and key not in self._declared:
             raise UndeclaredRead(
                 f"rule {self._rule_id} reads the Cilium setting {key!r} without declaring it in cilium_settings"

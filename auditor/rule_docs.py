@@ -46,6 +46,8 @@ def _setting_text(key: str) -> str:
 
 def _reads(rule: Rule) -> list[str]:
     lines = [f"**Reads.** {_requirement_text(rule)}."]
+    if rule.nothing_to_check:
+        lines += ["", f"**Nothing to check.** Passes when the input holds no {rule.nothing_to_check}."]
     if rule.cilium_settings:
         lines += ["", "**Cilium settings.** " + "; ".join(_setting_text(key) for key in rule.cilium_settings) + "."]
     if rule.posture_fields:
@@ -110,8 +112,11 @@ def render_reference(rules: list[Rule]) -> str:
         "(the test suite fails when this file is stale). `audit explain ID` prints the same for one rule.",
         "",
         "Each rule's verdict is `passed`, `failed`, `not-run` (the input does not show what the rule needs)",
-        "or `error` (a read failed, or the rule crashed). Severities can be overridden per rule in the",
-        "posture file (docs/posture.md).",
+        "or `error` (a read failed, or the rule crashed). A passed or failed verdict on part of what the",
+        "rule judges is *partial*: the report says what the rule did not see, and why. A rule that examined",
+        "no object passes only when the input holds none of what it judges (\"nothing to check\", worded",
+        "below for each rule); otherwise it is not run. How the gate treats each: docs/pr-gate.md",
+        "(\"Exit codes\"). Severities can be overridden per rule in the posture file (docs/posture.md).",
         "",
         rules_table(rules),
         "",

@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.model import ClusterInfo, IgnoredDocument, K8sObject
+from auditor.model import (
+    ClusterInfo,
+    IgnoredDocument,
+    InputProblem,
+    K8sObject,
+    NamespaceOrigin,
+    ObjectRef,
+    Source,
+    group_kind,
+)
 
 
 class SnapshotMode(str, enum.Enum):
@@ -60,6 +69,34 @@ class Coverage:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ValuesFile:
+    """Helm values a HelmRelease reads through `spec.valuesFrom[index]`, found in the input itself.
+
+    The GitOps reader maps a kustomize `configMapGenerator` file to the
+    HelmRelease of the same build that reads the generated ConfigMap
+    (docs/gitops.md): `values` is that file's document as kubectl reads YAML,
+    `source` its file (line of the document), `lines` the line of each key
+    path, `origin` the generator (`configMapGenerator cilium-values (k.yaml:8)`).
+    """
+
+    index: int
+    values: Any
+    source: Source
+    origin: str
+    lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
+    target_path: str | None = None
+    text: str | None = None  # the file's text, when known (a cheap first look before walking the values)
+
+
+# An object as the GitOps reader keys what it knows about it: identity, and the file and line it was read at.
+ObjectKey = tuple[str, str | None, str, Source | None]
+
+
+def object_key(obj: K8sObject) -> ObjectKey:
+    return (obj.gk, obj.namespace, obj.name, obj.source)
+
+
 @dataclass
 class Snapshot:
     """Objects plus coverage. Build with `Snapshot.build`; treat as read-only."""
@@ -77,6 +114,16 @@ class Snapshot:
     # auditor.cilium.helm_values.HelmValues, read by cilium_config.resolve.
     # (Typed Any: the object model sits below auditor.cilium and does not import it.)
     cilium_values: list[Any] = field(default_factory=list)
+    # Files of the input that could not be read (auditor.model.InputProblem): none of their objects is here,
+    # so every verdict on this snapshot is on part of the input.
+    input_problems: list[InputProblem] = field(default_factory=list)
+    # The folders of the input (offline): what was read in them is a tree of manifests, declared state.
+    trees: list[str] = field(default_factory=list)
+    # What the GitOps reader knows of a tree's objects (empty for any other input): the Helm values
+    # each HelmRelease reads from a file of the tree (`valuesFrom`), and where each object's namespace
+    # comes from, both keyed by `object_key`.
+    values_from: dict[ObjectKey, tuple[ValuesFile, ...]] = field(default_factory=dict)
+    namespace_origins: dict[ObjectKey, NamespaceOrigin] = field(default_factory=dict)
     _by_gk: dict[str, list[K8sObject]] = field(default_factory=dict, repr=False)
     _by_key: dict[tuple[str, str | None, str], K8sObject] = field(default_factory=dict, repr=False)
     _by_namespace: dict[str, list[K8sObject]] | None = field(default=None, repr=False)
@@ -111,6 +158,24 @@ class Snapshot:
     def get(self, gk: str, namespace: str | None, name: str) -> K8sObject | None:
         return self._by_key.get((gk, namespace, name))
 
+    def values_files(self, obj: K8sObject) -> tuple[ValuesFile, ...]:
+        """The Helm values files `obj` (a HelmRelease) reads through `valuesFrom`, in `valuesFrom` order."""
+        return self.values_from.get(object_key(obj), ()) if self.values_from else ()
+
+    def namespace_origin(self, ref: ObjectRef, source: Source | None) -> NamespaceOrigin | None:
+        """Where the namespace of the object `ref` (read at `source`, else by identity) comes from."""
+        if not self.namespace_origins:
+            return None
+        group, _, _ = ref.api_version.rpartition("/")
+        obj = self.get(group_kind(group, ref.kind), ref.namespace, ref.name)
+        if obj is None:
+            return None
+        for candidate in (source, obj.source):
+            found = self.namespace_origins.get((obj.gk, obj.namespace, obj.name, candidate))
+            if found is not None:
+                return found
+        return None
+
     def in_namespace(self, namespace: str) -> list[K8sObject]:
         if self._by_namespace is None:
             index: dict[str, list[K8sObject]] = defaultdict(list)
@@ -130,6 +195,20 @@ class Snapshot:
         a `kubectl get -o yaml` dump) or when a controller wrote conditions into it.
         """
         return self.mode.from_cluster or obj.server_written or isinstance(obj.status.get("conditions"), list)
+
+    def from_tree(self, obj: K8sObject) -> bool:
+        """Whether `obj` is declared state: a manifest read from a folder of the input (a GitOps tree).
+
+        A tree declares what the cluster runs, so the absence of a kind there
+        is evidence for rules that decide to take it (a tree holding no
+        network policy applies none). A file named on its own, standard input
+        and anything read from a cluster (`read_from_cluster`) is not: a
+        commit's changed files or a `kubectl get all` dump are fragments.
+        """
+        if self.read_from_cluster(obj) or obj.source is None or not self.trees:
+            return False
+        path = obj.source.path
+        return any(path.startswith(root.rstrip("/\\") + sep) for root in self.trees for sep in ("/", "\\"))
 
     def kinds(self) -> list[str]:
         return sorted(self._by_gk)

@@ -39,6 +39,7 @@ from auditor.cases import (
     CaseFile,
     Expectation,
     ExpectedFinding,
+    ExpectedUnseen,
     case_file_path,
     explain_examples,
     load_case_file,
@@ -50,7 +51,8 @@ if TYPE_CHECKING:  # the runner's imports are made when a case runs
     from auditor.rule import Rule
 
 __all__ = [
-    "CASE_AS_OF", "INPUT_NAME", "Case", "CaseFile", "CaseMismatch", "Expectation", "ExpectedFinding", "assert_case",
+    "CASE_AS_OF", "INPUT_NAME", "Case", "CaseFile", "CaseMismatch", "Expectation", "ExpectedFinding", "ExpectedUnseen",
+    "assert_case",
     "case_file_path", "compare", "explain_examples", "iter_cases", "load_case_file", "run_case",
 ]
 
@@ -100,9 +102,11 @@ def run_case(case: Case, rule: type[Rule] | Rule | None = None, *, as_of: dt.dat
     under_test = _rule_instance(case, rule)
     with tempfile.TemporaryDirectory(prefix="audit-case-") as work:
         folder = Path(work)
-        input_path = folder / INPUT_NAME
+        tree = folder / "tree"
+        tree.mkdir()
+        input_path = tree / INPUT_NAME
         input_path.write_text(case.input, encoding="utf-8")
-        snapshot = read_paths([str(input_path)])
+        snapshot = read_paths([str(tree if case.tree else input_path)])
         if case.coverage is not None:
             listed = {gk: Coverage(CoverageState(state), f"{gk}: {state} (case)")
                       for gk, state in case.coverage.items()}
@@ -138,7 +142,12 @@ def _expected_view(expect: Expectation) -> dict[str, Any]:
     if expect.checked is not None:
         view["checked"] = expect.checked
     view["findings"] = [_finding_view(wanted) for wanted in expect.findings]
+    view["didNotSee"] = [_unseen_view(wanted) for wanted in expect.did_not_see]
     return view
+
+
+def _unseen_view(wanted: ExpectedUnseen) -> dict[str, Any]:
+    return {"what": wanted.what, **({"reason": wanted.reason} if wanted.reason is not None else {})}
 
 
 def _finding_view(wanted: ExpectedFinding) -> dict[str, Any]:
@@ -183,6 +192,20 @@ def _actual_view(expect: Expectation, result: RuleResult) -> dict[str, Any]:
     wanted = list(expect.findings)
     view["findings"] = [_actual_finding_view(finding, wanted[index] if index < len(wanted) else None)
                         for index, finding in enumerate(result.findings)]
+    expected_unseen = list(expect.did_not_see)
+    view["didNotSee"] = [_actual_unseen_view(unseen.what, unseen.reason,
+                                             expected_unseen[index] if index < len(expected_unseen) else None)
+                         for index, unseen in enumerate(result.unseen)]
+    return view
+
+
+def _actual_unseen_view(what: str, reason: str, wanted: ExpectedUnseen | None) -> dict[str, Any]:
+    """What was not seen, in the terms of the entry expected in its place (a matching expression shown as itself)."""
+    if wanted is None:
+        return {"what": what, "reason": reason}
+    view: dict[str, Any] = {"what": wanted.what if _matches(wanted.what, what) else what}
+    if wanted.reason is not None:
+        view["reason"] = wanted.reason if _matches(wanted.reason, reason) else reason
     return view
 
 
@@ -196,6 +219,8 @@ def _lines(view: Mapping[str, Any]) -> list[str]:
 def compare(case: Case, result: RuleResult) -> str | None:
     """None when `result` is what `case` expects; else a readable diff (expected against actual)."""
     expected, actual = _expected_view(case.expect), _actual_view(case.expect, result)
+    if not expected["didNotSee"] and not actual["didNotSee"]:  # a full verdict, as expected: not worth a line
+        del expected["didNotSee"], actual["didNotSee"]
     if expected == actual:
         return None
     left, right = _lines(expected), _lines(actual)

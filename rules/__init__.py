@@ -21,6 +21,8 @@ BUILTIN_RULES: tuple[str, ...] = (
     "auditor_rules.gateway.gateway_host_network_mismatch:GatewayHostNetworkMismatch",
     "auditor_rules.gateway.gateway_https_listener_tls:GatewayHttpsListenerTls",
     "auditor_rules.gateway.gateway_not_programmed:GatewayNotProgrammed",
+    "auditor_rules.gateway.gateway_route_backend_missing:GatewayRouteBackendMissing",
+    "auditor_rules.gateway.gateway_route_not_attached:GatewayRouteNotAttached",
     "auditor_rules.policy.ghsa_5r23_prx4_mqg3:GhsaHostFirewallBypass",
     "auditor_rules.exposure.hostnetwork_pod_not_excepted:HostNetworkPodNotExcepted",
     "auditor_rules.exposure.hostport_not_excepted:HostPortNotExcepted",

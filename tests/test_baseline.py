@@ -24,7 +24,7 @@ FINDING = {"type": "object", "required": ["rule", "severity", "status", "object"
 DIFF_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["diffVersion", "old", "new", "failOn", "summary", "findings"],
+    "required": ["diffVersion", "old", "new", "failOn", "summary", "findings", "exposures"],
     "properties": {
         "diffVersion": {"const": "1"},
         "old": {"type": "object", "required": ["file", "asOf"]},
@@ -33,8 +33,10 @@ DIFF_SCHEMA = {
         "summary": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["new", "newFailing", "fixed", "unchanged", "unverified", "exitCode"],
-            "properties": {k: {"type": "integer", "minimum": 0} for k in ("new", "newFailing", "fixed", "unchanged", "unverified")}
+            "required": ["new", "newFailing", "fixed", "unchanged", "unverified", "newWays", "removedWays",
+                         "changedWays", "exitCode"],
+            "properties": {k: {"type": "integer", "minimum": 0} for k in (
+                "new", "newFailing", "fixed", "unchanged", "unverified", "newWays", "removedWays", "changedWays")}
             | {"exitCode": {"enum": [0, 1]}},
         },
         "findings": {
@@ -42,6 +44,14 @@ DIFF_SCHEMA = {
             "additionalProperties": False,
             "required": ["new", "fixed", "unchanged", "unverified"],
             "properties": {k: {"type": "array", "items": FINDING} for k in ("new", "fixed", "unchanged", "unverified")},
+        },
+        "exposures": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["compared", "new", "removed", "changed"],
+            "properties": {"compared": {"type": "boolean"}, "reason": {"type": "string"},
+                           "new": {"type": "array"}, "removed": {"type": "array"},
+                           "changed": {"type": "array", "items": {"type": "object", "required": ["old", "new"]}}},
         },
     },
 }
@@ -260,15 +270,26 @@ def test_diff_json(main_report, mr_report) -> None:
                               ("lb-service-not-excepted", "Service/mail/smtp")}
     # The edge Gateway's Service is sanctioned by the posture (exposure.mode gateway), not excepted (issue 12).
     assert len(found["unchanged"]) == 3 and not found["unverified"]
-    assert payload["summary"] == {"new": 2, "newFailing": 2, "fixed": 2, "unchanged": 3, "unverified": 0, "exitCode": 1}
+    assert payload["summary"] == {"new": 2, "newFailing": 2, "fixed": 2, "unchanged": 3, "unverified": 0,
+                                  "newWays": 2, "removedWays": 2, "changedWays": 0, "exitCode": 1}
+    # Ways in: the MR adds the payment-callback LoadBalancer (its LB IP and node port) and removes SMTP's.
+    ways = payload["exposures"]
+    assert ways["compared"] is True and not ways["changed"]
+    assert sorted((w["channel"], w["subject"]["object"]["name"]) for w in ways["new"]) == [
+        ("load-balancer", "payment-callback"), ("node-port", "payment-callback")]
+    assert sorted((w["channel"], w["subject"]["object"]["name"]) for w in ways["removed"]) == [
+        ("load-balancer", "smtp"), ("node-port", "smtp")]
 
 
 def test_diff_text_lists_each_finding_once(main_report, mr_report) -> None:
     result = run_cli("diff", str(main_report), str(mr_report))
     assert result.code == 1
-    labels = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")]
+    findings, _, ways = result.stdout.partition("\nWays in (")
+    labels = [line.split()[0] for line in findings.splitlines() if line.startswith("  ")]
     # The edge Gateway's Service is sanctioned by the posture (exposure.mode gateway), not excepted (issue 12).
     assert sorted(labels) == sorted(["new"] * 2 + ["fixed"] * 2 + ["unchanged"] * 3)
+    way_labels = [line.split()[0] for line in ways.splitlines() if line.startswith("  ")]
+    assert sorted(way_labels) == ["new", "new", "removed", "removed"] and "2 new, 2 removed, 0 changed" in ways
     assert result.stdout.splitlines()[-1].startswith("Verdict: FAIL (2 new failing findings")
 
 

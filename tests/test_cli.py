@@ -90,14 +90,14 @@ def test_not_run_is_exit_3_only_with_require_complete(tmp_path: Path) -> None:
     relaxed = run_cli(str(services_only), *AS_OF)
     assert relaxed.code == 0, relaxed.stdout
     not_run = " ".join(relaxed.stdout.split()).split("NOT RUN ", 1)[1].split(" (the input does not show")[0]
-    assert "kube-proxy-leftover" in not_run.split(", ")  # one line of ids: -v says why
+    assert "aws-vpc-cni-leftover" in not_run.split(", ")  # one line of ids: -v says why
     assert "Verdict: PASS on what could be checked" in " ".join(relaxed.stdout.split())
     verbose = run_cli(str(services_only), "-v", *AS_OF, env={"COLUMNS": "200"})
-    assert "NOT RUN kube-proxy-leftover: the input holds no DaemonSet.apps objects" in verbose.stdout.splitlines()
+    assert "NOT RUN aws-vpc-cni-leftover: the input holds no DaemonSet.apps objects" in verbose.stdout.splitlines()
     strict = run_cli(str(services_only), "--require-complete", *AS_OF)
     assert strict.code == 3
     assert "INCOMPLETE" in strict.stdout
-    assert "NOT RUN kube-proxy-leftover: the input holds no DaemonSet.apps objects" in " ".join(strict.stdout.split())
+    assert "NOT RUN aws-vpc-cni-leftover: the input holds no DaemonSet.apps objects" in " ".join(strict.stdout.split())
 
 
 def test_usage_errors_are_exit_2_one_line() -> None:

@@ -34,6 +34,10 @@ LINTED = (
     "tests/test_rule_metadata.py",
     "tests/test_cilium_config.py",
     "tests/test_exposure.py",
+    "tests/test_exposure_cli.py",
+    "tests/test_trace_cli.py",
+    "tests/test_gitops_audit.py",
+    "tests/test_gitops_repos_audit.py",
 )
 # What mypy --strict and the function-length check read.
 TYPED = ("auditor", "rules")

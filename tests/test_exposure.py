@@ -365,7 +365,7 @@ def test_routes_say_why_they_attach_nowhere() -> None:
     model = exposure.build(snapshot, cilium_config.resolve(snapshot), Posture())
     (route,) = [r for r in model.routes if r.ref.name == "stray"]
     assert not route.attached
-    assert dict(route.unattached) == {
+    assert {d.parent: d.why for d in route.unattached} == {
         "Gateway/gateway/edge#missing": "Gateway gateway/edge has no listener matching sectionName missing",
         "Gateway/network/internal": "listener http (HTTP:80): allowedRoutes.namespaces.from Same (the Gateway's "
                                     "namespace network)",

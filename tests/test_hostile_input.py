@@ -315,6 +315,22 @@ def assert_refused(result: Measured, names: str, *problem: str) -> None:
     assert result.seconds < MAX_SECONDS, f"{result.seconds:.1f}s"
 
 
+def assert_listed(result: Measured, report: Path, file: str, *problem: str) -> None:
+    """Exit 3: `file` is an input problem of the JSON `report` (the rest was audited), without a traceback."""
+    assert result.code == 3, result
+    assert result.stderr == "", result.stderr
+    listed = json.loads(report.read_text(encoding="utf-8"))["inputProblems"]
+    match = [entry for entry in listed if entry["file"] == file]
+    assert match, listed
+    for part in problem:
+        assert part in match[0]["message"], (part, match[0])
+    assert result.max_rss_mb < MAX_RSS_MB, f"peak RSS {result.max_rss_mb:.0f} MB"
+    assert result.seconds < MAX_SECONDS, f"{result.seconds:.1f}s"
+
+
+STRICT = ("--strict-input",)
+
+
 class Reports:
     """`--json`/`--junit` options, and a check that nothing was written (a stale report stays as it was)."""
 
@@ -570,13 +586,19 @@ def test_fifo_and_device_in_a_folder_are_refused_not_read(tmp_path: Path, report
     folder.mkdir()
     (folder / "a-service.yaml").write_text(SERVICE, encoding="utf-8")
     os.mkfifo(folder / "b-fifo.yaml")
-    result = audit(tmp_path, reports, str(folder))
+    result = audit(tmp_path, reports, str(folder), extra=STRICT)
     assert_refused(result, f"{folder / 'b-fifo.yaml'}:", "a FIFO, not a regular file")
     os.unlink(folder / "b-fifo.yaml")
     os.symlink("/dev/zero", folder / "c-zero.yaml")
-    result = audit(tmp_path, reports, str(folder))
+    result = audit(tmp_path, reports, str(folder), extra=STRICT)
     assert_refused(result, f"{folder / 'c-zero.yaml'}:", "a character device, not a regular file")
     reports.untouched()
+    # Without --strict-input each is an input problem of the report, and the rest is audited.
+    listed = audit(tmp_path, reports, str(folder))
+    assert_listed(listed, reports.stale, str(folder / "c-zero.yaml"), "a character device, not a regular file")
+    os.unlink(folder / "c-zero.yaml")
+    os.mkfifo(folder / "b-fifo.yaml")
+    assert_listed(audit(tmp_path, reports, str(folder)), reports.stale, str(folder / "b-fifo.yaml"), "a FIFO")
 
 
 def test_symlink_loops_in_a_folder_end(tmp_path: Path, reports: Reports) -> None:
@@ -587,14 +609,17 @@ def test_symlink_loops_in_a_folder_end(tmp_path: Path, reports: Reports) -> None
     os.symlink(str(folder), folder / "apps" / "root")  # a loop to the top
     os.symlink("self", folder / "apps" / "self")  # a link to itself (not .yaml: not read)
     result = run_measured(str(folder), "--format", "json", cwd=tmp_path)
-    assert result.code == 0 and result.stderr == "", result
+    # A tree holding a Service and no network policy fails default-deny (exit 1): the walk is what matters here.
+    assert result.code in (0, 1) and result.stderr == "", result
     report = json.loads(result.stdout)
-    assert report["summary"]["rulesError"] == 0
+    assert report["summary"]["rulesError"] == 0 and report["inputProblems"] == []
     assert result.seconds < MAX_SECONDS and result.max_rss_mb < MAX_RSS_MB
     os.symlink("loop.yaml", folder / "loop.yaml")  # a manifest name that is a link to itself
-    assert_refused(audit(tmp_path, reports, str(folder)), f"{folder / 'loop.yaml'}:",
+    assert_refused(audit(tmp_path, reports, str(folder), extra=STRICT), f"{folder / 'loop.yaml'}:",
                    "Too many levels of symbolic links")
     reports.untouched()
+    assert_listed(audit(tmp_path, reports, str(folder)), reports.stale, str(folder / "loop.yaml"),
+                  "cannot read: Too many levels of symbolic links")
 
 
 def test_dangling_and_looping_paths_on_the_command_line(tmp_path: Path, reports: Reports) -> None:
@@ -668,9 +693,13 @@ def test_file_name_with_a_newline_stays_one_line(tmp_path: Path, reports: Report
     folder = tmp_path / "repo"
     folder.mkdir()
     (folder / "bad\nname.yaml").write_text("kind: [\n", encoding="utf-8")
-    result = audit(tmp_path, reports, str(folder))
+    result = audit(tmp_path, reports, str(folder), extra=STRICT)
     assert_refused(result, f"{folder}/bad\\nname.yaml:2: invalid YAML")
     reports.untouched()
+    (folder / "svc.yaml").write_text(SERVICE, encoding="utf-8")  # the problem beside a good file, in the text report
+    shown = audit(tmp_path, reports, str(folder))
+    assert shown.code == 3 and f"{folder}/bad\\x0aname.yaml:2:" in shown.stdout, shown  # escaped, as every name
+    assert "bad\nname" not in shown.stdout
 
 
 # --- many files ----------------------------------------------------------------------------
@@ -748,8 +777,11 @@ def test_unreadable_file_folder_and_path(shared_tmp: Path) -> None:
     (nested / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team" / "svc.yaml").write_text(SERVICE, encoding="utf-8")
     (nested / "team").chmod(0o000)
-    assert_refused(run(nested), f"{nested / 'team'}:", "cannot read folder: Permission denied")
+    strict = run_measured(str(nested), *report_args, *STRICT, cwd=shared_tmp, unprivileged=True)
+    assert_refused(strict, f"{nested / 'team'}:", "cannot read folder: Permission denied")
     assert list(out.iterdir()) == []
+    assert_listed(run(nested), out / "audit.json", str(nested / "team"), "cannot read folder: Permission denied")
+    (out / "audit.json").unlink()
     readable = shared_tmp / "readable.yaml"
     readable.write_text(SERVICE, encoding="utf-8")
     ok = run(readable)

@@ -45,7 +45,8 @@ def test_resources_table_is_consistent() -> None:
 
 
 def test_docs_rbac_yaml_is_fresh() -> None:
-    assert (ROOT / "docs" / "rbac.yaml").read_text(encoding="utf-8") == rbac.render(rbac.builtin_rules()), HINT
+    expected = rbac.render(rbac.builtin_rules(), extra=kinds.TRACE_KINDS)
+    assert (ROOT / "docs" / "rbac.yaml").read_text(encoding="utf-8") == expected, HINT
 
 
 def test_the_role_is_read_only_and_exact() -> None:
@@ -57,8 +58,8 @@ def test_the_role_is_read_only_and_exact() -> None:
         assert not any("/" in resource for resource in rule["resources"])  # no subresources
         granted.update((group, resource, verb) for group in rule["apiGroups"] for resource in rule["resources"]
                        for verb in rule["verbs"])
-    wanted = {(*kinds.RESOURCES[gk], "get" if gk == kinds.CRD else "list")
-              for rule in _rules(plugins=False) for gk in rule.kinds_read()}
+    read = {gk for rule in _rules(plugins=False) for gk in rule.kinds_read()} | set(kinds.TRACE_KINDS)
+    wanted = {(*kinds.RESOURCES[gk], "get" if gk == kinds.CRD else "list") for gk in read}
     assert granted == wanted
     docs = list(yaml.safe_load_all((ROOT / "docs" / "rbac.yaml").read_text(encoding="utf-8")))
     assert [d["kind"] for d in docs] == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
@@ -104,7 +105,9 @@ def test_one_resource_less_exits_3_naming_it(tmp_path: Path, resource: str, kind
 
 def test_audit_rbac_command() -> None:
     full = run("rbac")
-    assert full.code == 0 and full.stdout == rbac.render(rbac.builtin_rules(), command="audit rbac")
+    assert full.code == 0 and full.stdout == rbac.render(rbac.builtin_rules(), command="audit rbac",
+                                                         extra=kinds.TRACE_KINDS)
+    assert "- endpointslices" in full.stdout and "- leases" in full.stdout  # what `audit trace --live` reads
     narrow = run("rbac", "--skip-rule", "gateway-https-listener-tls")
     assert narrow.code == 0 and "secrets" in full.stdout and "- secrets" not in narrow.stdout
     one = yaml.safe_load_all(run("rbac", "--rule", "lb-pool-v2alpha1", "--namespace", "ops").stdout)

@@ -43,6 +43,7 @@ EPOCH = "1764000000"
 FILE_FORMATS = ("json", "junit", "sarif", "markdown", "prometheus", "codequality")
 WIDTHS = (80, 100, 200)
 CI_EXCEPTIONS = ("--exceptions", "tests/fixtures/ci/exceptions.yaml")
+TRACE_WHOLE = tuple(f"tests/fixtures/trace/{folder}" for folder in ("common", "gateway", "app"))
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("drifted", ("tests/fixtures/clusters/drifted.json", *AS_OF)),
+    # The HTML report is pinned on this one scenario (its tables are the other reports' content).
+    Scenario("drifted", ("tests/fixtures/clusters/drifted.json", *AS_OF), formats=(*FILE_FORMATS, "html")),
     Scenario("drifted-bench-warning", ("tests/fixtures/clusters/drifted.json", "--posture",
                                        "tests/fixtures/clusters/bench-posture.yaml", "--fail-on", "warning", *AS_OF)),
     Scenario("clean", ("tests/fixtures/clusters/clean.json", *AS_OF)),
@@ -66,6 +68,8 @@ SCENARIOS = (
     Scenario("ci-mr-baseline",
              ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "--baseline", f"{GOLDEN_REL}/ci-main/audit.json", *AS_OF)),
     Scenario("fleet", ("live", *AS_OF, "--max-retries", "0"), live=True),
+    # A tree with one broken manifest among good ones: an input problem in every format, exit 3 (issue 9).
+    Scenario("broken-tree", ("tests/fixtures/broken-tree", *AS_OF), formats=(*FILE_FORMATS, "html")),
     # -q: the failing findings and the verdict (the pre-commit hook); -v: not-run reasons, notes, unused built-ins.
     Scenario("ci-mr-quiet", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-q", *AS_OF), formats=()),
     Scenario("ci-mr-verbose", ("tests/fixtures/ci/mr", *CI_EXCEPTIONS, "-v", *AS_OF), formats=()),
@@ -75,6 +79,12 @@ SCENARIOS = (
     Scenario("ci-mr-nodeport-builtin-verbose",
              ("tests/fixtures/ci/mr", "--rule", "nodeport-service-not-excepted", "-v", *AS_OF),
              formats=("sarif", "markdown")),
+    # `audit exposure` (its own text and JSON) and `audit trace` (a whole chain, and one broken at the route).
+    Scenario("exposure", ("exposure", "tests/fixtures/clusters/exposure.yaml", *AS_OF), formats=("json",)),
+    Scenario("trace-whole", ("trace", "argocd.cluster.lan", *TRACE_WHOLE, *AS_OF), formats=()),
+    Scenario("trace-route-not-attached", ("trace", "argocd.cluster.lan", "tests/fixtures/trace/common",
+                                          "tests/fixtures/trace/gateway", "tests/fixtures/trace/route-section-name",
+                                          *AS_OF), formats=()),
 )
 DIFFS = (
     ("diff-main-mr", (f"{GOLDEN_REL}/ci-main/audit.json", f"{GOLDEN_REL}/ci-mr/audit.json")),

@@ -83,6 +83,9 @@ def test_one_suite_per_rule_and_stable_case_names(ci_run, root) -> None:
         assert int(suite.get("tests")) == len(cases)
         for case in cases:
             if case.get("name") != suite.get("name"):  # a rule that did not run is one case named after the rule
+                if case.get("name").startswith("did not see: "):  # what a partial verdict did not see
+                    assert suite.find("properties/property[@name='partial']") is not None
+                    continue
                 assert NAME.match(case.get("name")), case.get("name")
 
 
@@ -148,10 +151,22 @@ def test_junit_agrees_with_the_exit_code(tmp_path) -> None:
 
 
 def test_not_run_is_an_error_only_when_completeness_is_required(tmp_path) -> None:
-    run = audit_ci(tmp_path, "mr", rules=("kube-proxy-leftover",), formats=("junit",), extra=("--require-complete",))
+    run = audit_ci(tmp_path, "mr", rules=("aws-vpc-cni-leftover",), formats=("junit",), extra=("--require-complete",))
     assert run.cli.code == 3, run.cli.stderr
     (case,) = ET.fromstring(run.files["junit"].read_bytes()).iter("testcase")
     assert case.find("error").get("type") == "not-run" and case.find("skipped") is None
+
+
+def test_what_a_partial_verdict_did_not_see_is_an_error_only_when_completeness_is_required(tmp_path) -> None:
+    """The mr tree holds no DaemonSets: kube-proxy-leftover passes on what it sees (its ConfigMaps)."""
+    for extra, code, outcome in (((), 0, "skipped"), (("--require-complete",), 3, "error")):
+        run = audit_ci(tmp_path / outcome, "mr", rules=("kube-proxy-leftover",), formats=("junit",), extra=extra)
+        assert run.cli.code == code, run.cli.stderr
+        suite = ET.fromstring(run.files["junit"].read_bytes()).find("testsuite")
+        properties = {p.get("name"): p.get("value") for p in suite.find("properties").findall("property")}
+        assert properties["partial"] == "true" and "DaemonSet kube-system/kube-proxy" in properties["didNotSee"]
+        unseen = [case for case in suite.iter("testcase") if case.get("name").startswith("did not see: ")]
+        assert unseen and all(case.find(outcome) is not None for case in unseen)
 
 
 def test_findings_a_baseline_holds_are_skipped_new_ones_fail(tmp_path) -> None:

@@ -187,19 +187,19 @@ def test_quiet_shows_what_fails_and_the_verdict() -> None:
 def test_quiet_hides_findings_below_the_gate_but_shows_not_run_rules_that_fail_the_run() -> None:
     _, below = _report("tests/fixtures/ci/main", *CI_EXCEPTIONS, "-q", "--rule", "lb-pool-v2alpha1", columns=100)
     assert "FAILED" not in below and below.splitlines()[-1] == "Verdict: PASS"
-    code, strict = _report(CI_MR, *CI_EXCEPTIONS, "-q", "--require-complete", "--rule", "kube-proxy-leftover",
+    code, strict = _report(CI_MR, *CI_EXCEPTIONS, "-q", "--require-complete", "--rule", "aws-vpc-cni-leftover",
                            columns=100)
-    assert code == 3 and "NOT RUN kube-proxy-leftover: the input holds no DaemonSet.apps objects" in strict
+    assert code == 3 and "NOT RUN aws-vpc-cni-leftover: the input holds no DaemonSet.apps objects" in strict
 
 
 def test_verbose_says_why_rules_did_not_run_and_lists_notes() -> None:
     _, normal = _report(DRIFTED, "--posture", "tests/fixtures/clusters/bench-posture.yaml",
-                        "--rule", "kube-proxy-leftover", "--rule", "lb-service-not-excepted", columns=100)
-    args = (CI_MR, *CI_EXCEPTIONS, "--rule", "kube-proxy-leftover", "--rule", "nodeport-service-not-excepted")
+                        "--rule", "aws-vpc-cni-leftover", "--rule", "lb-service-not-excepted", columns=100)
+    args = (CI_MR, *CI_EXCEPTIONS, "--rule", "aws-vpc-cni-leftover", "--rule", "nodeport-service-not-excepted")
     _, normal = _report(*args, columns=100)
     _, verbose = _report(*args, "-v", columns=100)
-    assert "NOT RUN kube-proxy-leftover (the input does not show what they need; -v says why)" in normal
-    assert "NOT RUN kube-proxy-leftover: the input holds no DaemonSet.apps objects" in verbose
+    assert "NOT RUN aws-vpc-cni-leftover (the input does not show what they need; -v says why)" in normal
+    assert "NOT RUN aws-vpc-cni-leftover: the input holds no DaemonSet.apps objects" in verbose
 
 
 def test_posture_notes_only_with_verbose(tmp_path: Path) -> None:

@@ -126,6 +126,10 @@ class CiliumConfig:
     anchor: Anchor | None = None
     # Remarks about sources that could not be read completely.
     notes: list[str] = field(default_factory=list)
+    # Two different configurations in one scope (two cilium-config ConfigMaps, two releases of the
+    # cilium chart with different values): which one the agent runs with is not in the input, so no
+    # setting is resolved and every rule reading one is not-run with this reason (`ambiguity`).
+    ambiguous: str | None = None
 
     @property
     def found(self) -> bool:
@@ -193,12 +197,40 @@ class CiliumConfig:
 
 
 def find_config_map(snapshot: Snapshot) -> K8sObject | None:
-    """`cilium-config`, preferring kube-system when several namespaces have one."""
+    """`cilium-config`, preferring kube-system when several namespaces have one (see `choose_config_map`)."""
     candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == keys.CONFIG_MAP_NAME]
     if not candidates:
         return None
     candidates.sort(key=lambda cm: (cm.namespace != keys.DEFAULT_NAMESPACE, cm.namespace or ""))
     return candidates[0]
+
+
+def choose_config_map(snapshot: Snapshot) -> tuple[K8sObject | None, str | None]:
+    """The `cilium-config` the agent reads, or (None, why it cannot be told) when the input holds several.
+
+    Copies with the same data are one configuration. Otherwise the agent's
+    own namespace decides, when the input holds the agent DaemonSet: it
+    mounts `cilium-config` as a volume, and a Pod can only use a ConfigMap of
+    its own namespace (https://kubernetes.io/docs/concepts/configuration/configmap/,
+    "The Pod and the ConfigMap must be in the same namespace"). Anything else
+    is two configurations that the input does not settle (issue 9: never first-wins).
+    """
+    candidates = [cm for cm in snapshot.of_kind(kinds.CONFIGMAP) if cm.name == keys.CONFIG_MAP_NAME]
+    first = find_config_map(snapshot)
+    if len(candidates) < 2 or len({_data_key(cm.data) for cm in candidates}) == 1:
+        return first, None
+    agents = {ds.namespace for ds in snapshot.of_kind(kinds.DAEMONSET) if ds.name == keys.AGENT_DAEMONSET_NAME}
+    if len(agents) == 1:
+        own = [cm for cm in candidates if cm.namespace in agents]
+        if len({_data_key(cm.data) for cm in own}) == 1:
+            return own[0], None
+    listed = ", ".join(describe_object(cm) for cm in candidates)
+    return None, (f"two Cilium configurations in one scope: {len(candidates)} cilium-config ConfigMaps with "
+                  f"different data ({listed}); which one the agent reads is not in the input")
+
+
+def _data_key(data: dict[str, Any]) -> str:
+    return repr(sorted((str(k), repr(v)) for k, v in data.items()))
 
 
 def find_agent(snapshot: Snapshot, namespace: str | None) -> K8sObject | None:
@@ -291,7 +323,14 @@ def resolve(snapshot: Snapshot, values_files: Iterable[HelmValues] | None = None
     given with `audit scan --cilium-values`)."""
     files: list[HelmValues] = list(snapshot.cilium_values if values_files is None else values_files)
     config = CiliumConfig()
-    config_map = find_config_map(snapshot)
+    config_map, ambiguity = choose_config_map(snapshot)
+    releases = helm_sources(snapshot, config.notes)
+    ambiguity = ambiguity or releases_ambiguity(releases)
+    if ambiguity is not None:
+        config_maps = [describe_object(cm) for cm in snapshot.of_kind(kinds.CONFIGMAP)
+                       if cm.name == keys.CONFIG_MAP_NAME]
+        return CiliumConfig(origins=[*config_maps, *(r.origin for r in releases)], notes=[ambiguity],
+                            ambiguous=ambiguity)
     if config_map is not None:
         _read_config_map(config, config_map)
     agent = find_agent(snapshot, config_map.namespace if config_map else None)
@@ -301,8 +340,41 @@ def resolve(snapshot: Snapshot, values_files: Iterable[HelmValues] | None = None
     for values_file in reversed(files):
         _apply_helm(config, values_file)
     config.origins.extend(values_file.origin for values_file in files)
-    for helm in helm_sources(snapshot, config.notes):
+    for helm in releases:
         _apply_helm(config, helm)
         if helm.origin not in config.origins:
             config.origins.append(helm.origin)
     return config
+
+
+def releases_ambiguity(releases: list[HelmValues]) -> str | None:
+    """Why several releases of the cilium chart in one scope are not one configuration (None when they are).
+
+    A cluster runs one Cilium: a second Helm release of the chart renders the
+    same cluster-wide objects (ClusterRoles, the cilium-config of its
+    namespace, CRDs), and Helm refuses to install over resources another
+    release owns ("invalid ownership metadata", helm/helm pkg/action/validate.go
+    existingResourceConflict), so which one configures the agent depends on
+    which was applied first: not in the input. Releases with the same values
+    and chart version are one configuration, whatever deploys them.
+    """
+    if len(releases) < 2:
+        return None
+    if len({(repr(sorted(_flat(r.values))), r.chart_version) for r in releases}) == 1:
+        return None
+    listed = ", ".join(r.origin for r in releases)
+    return (f"two Cilium configurations in one scope: {len(releases)} releases of the cilium chart with different "
+            f"values ({listed}); which one configures the agent is not in the input")
+
+
+def _flat(values: dict[str, Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", values)]
+    while stack:  # iterative: values may nest as deep as the YAML loader allows
+        prefix, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((f"{prefix}.{key}", value) for key, value in node.items())
+        else:
+            out.append((prefix, repr(node)))
+    return out
+

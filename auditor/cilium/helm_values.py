@@ -20,7 +20,7 @@ from auditor import kinds
 from auditor.cilium import keys
 from auditor.cilium.keys import CHART_NAME, VALUES_FILE_KIND, Rendering, helm_paths
 from auditor.model import K8sObject, ObjectRef, Source, as_list, as_mapping, as_str, is_placeholder
-from auditor.snapshot import Snapshot
+from auditor.snapshot import Snapshot, ValuesFile
 from auditor.versions import exact_release, image_tag_version
 
 MAX_VALUES_BYTES = 16 * 1024 * 1024
@@ -55,27 +55,40 @@ class HelmValues:
     # False when values come from elsewhere too (Flux valuesFrom, Argo CD
     # valueFiles): a key absent here may then be set there.
     complete: bool = True
+    # Files of the input a HelmRelease's `valuesFrom` reads (kustomize configMapGenerator files the
+    # GitOps reader maps), by the provenance label of their values (`valuesFrom[0]`).
+    files: Mapping[str, ValuesFile] = field(default_factory=dict)
 
     def describe(self, path: ValuesPath) -> str:
         dotted = ".".join(str(part) for part in path)
         if self.ref.kind == VALUES_FILE_KIND:
-            line = self._line(path)
+            line = line_of(self.lines, path)
             where = f"{self.ref.name}:{line}" if line else self.ref.name
             return f"{dotted} in Helm values file {where}"
         label = self.provenance.get(path, self.default_label)
+        layer = self.files.get(label)
+        if layer is not None:
+            line = line_of(layer.lines, path)
+            where = f"{layer.source.path}:{line}" if line else layer.source.path
+            return f"{dotted} in {where} ({label} of {self.origin}, from the {layer.origin})"
         return f"{label}.{dotted} of {self.origin}" if label else f"{dotted} of {self.origin}"
-
-    def _line(self, path: ValuesPath) -> int | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
 
     def source_of(self, path: ValuesPath) -> Source | None:
         if self.ref.kind == VALUES_FILE_KIND:
-            return Source(self.ref.name, self._line(path) or 1)
+            return Source(self.ref.name, line_of(self.lines, path) or 1)
+        layer = self.files.get(self.provenance.get(path, ""))
+        if layer is not None:
+            return Source(layer.source.path, line_of(layer.lines, path) or layer.source.line)
         return self.source
+
+
+def line_of(lines: Mapping[ValuesPath, int], path: ValuesPath) -> int | None:
+    """The line of `path` in a values file, else of its deepest parent that has one."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return None
 
 
 # --- Helm values -> cilium-config keys ----------------------------------------
@@ -386,29 +399,48 @@ def _application_values(app: K8sObject, notes: list[str]) -> list[HelmValues]:
     return found
 
 
+def merged_release_values(snapshot: Snapshot, release: K8sObject) -> tuple[dict[str, Any], dict[ValuesPath, str],
+                                                                            dict[str, ValuesFile], bool]:
+    """A HelmRelease's values as helm-controller merges them, and whether the input holds all of them.
+
+    `valuesFrom` entries in order, a later one overriding an earlier one, then
+    `spec.values` on top (https://fluxcd.io/flux/components/helm/helmreleases/#values-overrides).
+    An entry the input holds is a file the GitOps reader mapped to it
+    (`Snapshot.values_files`); any other entry (a Secret, a ConfigMap kept
+    elsewhere, a `targetPath` value) leaves the values incomplete. Returns
+    (values, provenance label of each leaf, the files by label, complete).
+    """
+    values: dict[str, Any] = {}
+    provenance: dict[ValuesPath, str] = {}
+    files: dict[str, ValuesFile] = {}
+    read: set[int] = set()
+    for layer in snapshot.values_files(release):
+        if layer.target_path is not None or not isinstance(layer.values, dict):
+            continue  # a single value at a path, or not Helm values: not read as values
+        label = f"valuesFrom[{layer.index}]"
+        _merge(values, layer.values, label, provenance)
+        files[label] = layer
+        read.add(layer.index)
+    _merge(values, release.spec.get("values"), "spec.values", provenance)
+    wanted = range(len(as_list(release.spec.get("valuesFrom"))))
+    return values, provenance, files, all(index in read for index in wanted)
+
+
+def release_values(snapshot: Snapshot, release: K8sObject, version: str | None) -> HelmValues:
+    values, provenance, files, complete = merged_release_values(snapshot, release)
+    return HelmValues(values=values, origin=describe_object(release), ref=release.ref, source=release.source,
+                      provenance=provenance, default_label="spec.values", chart_version=version, complete=complete,
+                      files=files)
+
+
 def helm_sources(snapshot: Snapshot, notes: list[str] | None = None) -> list[HelmValues]:
     """Cilium Helm values held by HelmReleases and Applications, in input order."""
     notes = notes if notes is not None else []
     found: list[HelmValues] = []
     for release in snapshot.of_kind(kinds.HELM_RELEASE):
         is_cilium, version = _release_chart(snapshot, release)
-        if not is_cilium:
-            continue
-        values: dict[str, Any] = {}
-        provenance: dict[ValuesPath, str] = {}
-        _merge(values, release.spec.get("values"), "spec.values", provenance)
-        found.append(
-            HelmValues(
-                values=values,
-                origin=describe_object(release),
-                ref=release.ref,
-                source=release.source,
-                provenance=provenance,
-                default_label="spec.values",
-                chart_version=version,
-                complete=not as_list(release.spec.get("valuesFrom")),
-            )
-        )
+        if is_cilium:
+            found.append(release_values(snapshot, release, version))
     for app in snapshot.of_kind(kinds.ARGO_APPLICATION):
         found.extend(_application_values(app, notes))
     return found

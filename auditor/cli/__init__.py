@@ -20,6 +20,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "rules": "auditor.cli.rules_cmd:rules",
     "explain": "auditor.cli.rules_cmd:explain",
     "diff": "auditor.cli.diff_cmd:diff",
+    "exposure": "auditor.cli.exposure_cmd:exposure",
+    "trace": "auditor.cli.trace_cmd:trace",
     "live": "auditor.cli.live:live",
     "snapshot": "auditor.cli.live:snapshot",
     "rbac": "auditor.cli.live:rbac",

@@ -1,4 +1,5 @@
-"""`audit diff OLD.json NEW.json`: what changed between two JSON reports (wording in auditor/report/diff.py).
+"""`audit diff OLD.json NEW.json`: what changed between two JSON reports, findings and ways in (wording in
+auditor/report/diff.py).
 
 Exit 1 when NEW has new failing findings (failed, at or above NEW's
 `--fail-on` unless given here), 0 otherwise, 2 when a report cannot be read or
@@ -20,10 +21,12 @@ from auditor.model import Severity
               help="Lowest severity of a new failed finding that makes the run exit 1 (default: NEW's failOn).")
 @click.pass_context
 def diff(ctx: click.Context, old_report: str, new_report: str, output_format: str, fail_on: str | None) -> None:
-    """Compare two JSON reports: new, fixed and unchanged findings.
+    """Compare two JSON reports: new, fixed and unchanged findings; new and removed ways in.
 
     OLD and NEW are reports written with --json FILE or --format json. Prints
-    the findings that are new in NEW, fixed since OLD, and unchanged.
+    the findings that are new in NEW, fixed since OLD, and unchanged; and the
+    ways in (the reports' exposures, matched by cluster, channel, address,
+    port, protocol and subject) that are new, removed, or judged otherwise.
     Exit 1 when there are new failing findings, 0 otherwise, 2 when a report
     is unreadable or not a valid report.
     """

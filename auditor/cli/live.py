@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, collector_paused, evaluate, finish, prepare, report
+from auditor.cli.common import AuditOptions, audit_options, collector_paused, evaluate, prepare, report
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
 if TYPE_CHECKING:
@@ -204,26 +204,36 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
     are none, and that is a pass. Every report names the context, API server,
     Kubernetes version and the cluster's fingerprint.
     """
-    from auditor.sources.live.progress import Progress
-
     options.require_complete = True
     prepared = prepare(options)
+    # The collector off from the first page on, as for offline input (collector_paused): decoding the
+    # pages and building the objects make no cycles worth its passes (~10 % of a 10k-Service read).
+    with collector_paused():
+        result = audit_clusters(cluster, prepared, options)
+        code = report(result, prepared, options)
+    ctx.exit(code)
+
+
+def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions, extra_kinds: tuple[str, ...] = (),
+                   fleet: bool = True) -> Any:
+    """Read the cluster(s) `cluster` names and audit them: one `AuditResult` (merged for a fleet).
+
+    Lists the kinds the selected rules read, plus `extra_kinds` (what `audit trace` reads besides).
+    """
+    from auditor.sources.live.progress import Progress
+
     targets = _targets(cluster, prepared.posture)
-    gks = kinds_for(prepared.rule_set)
+    gks = sorted({*kinds_for(prepared.rule_set), *extra_kinds})
     read_options = _read_options(cluster)
     progress = Progress()
-    if len(targets) == 1 and not cluster.all_contexts:
+    if (len(targets) == 1 and not cluster.all_contexts) or not fleet:
         from auditor.sources.live.reader import read_cluster
 
-        # The collector off from the first page on, as for offline input (collector_paused): decoding the
-        # pages and building the objects make no cycles worth its passes (~10 % of a 10k-Service read).
-        with collector_paused():
-            try:
-                result = read_cluster(targets[0], gks, read_options, progress)
-            finally:
-                progress.close()
-            code = finish(result.snapshot, prepared, options)
-        ctx.exit(code)
+        try:
+            result = read_cluster(targets[0], gks, read_options, progress)
+        finally:
+            progress.close()
+        return evaluate(result.snapshot, prepared, options)
     from auditor.fleet import audit_fleet
     from auditor.sources.live.fleet import read_fleet
 
@@ -238,10 +248,7 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
         if read.error:
             click.echo(printable(f"audit: error: {read.error} (its rules report errors; the others are audited)"),
                        err=True)
-    with collector_paused():
-        merged = audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
-        code = report(merged, prepared, options)
-    ctx.exit(code)
+    return audit_fleet(reads, lambda snapshot: evaluate(snapshot, prepared, options))
 
 
 @click.command()
@@ -302,17 +309,20 @@ def rbac(only_rules: tuple[str, ...], skip_rules: tuple[str, ...], name: str, na
     """Print the least-privilege RBAC `audit live` needs (ServiceAccount, ClusterRole, binding).
 
     Generated from the kinds the selected rules read: `list` on exactly those
-    resources, `get` on CustomResourceDefinitions. docs/rbac.yaml is this
-    output for every built-in rule.
+    resources, `get` on CustomResourceDefinitions; without --rule/--skip-rule,
+    also what `audit trace --live` reads (EndpointSlices, Leases).
+    docs/rbac.yaml is this output for every built-in rule.
     """
-    from auditor import registry
+    from auditor import kinds, registry
     from auditor.sources.live import rbac as rbac_module
 
     rule_set = registry.select(registry.load_rules(), only_rules, skip_rules)
     command = ("audit rbac" + "".join(f" --rule {r}" for r in only_rules)
                + "".join(f" --skip-rule {r}" for r in skip_rules))
+    # `audit trace --live` reads every rule's kinds and a few more: the role for every rule grants them.
+    extra = () if only_rules or skip_rules else kinds.TRACE_KINDS
     try:
-        text = rbac_module.render(rule_set.rules, name, namespace, command=command)
+        text = rbac_module.render(rule_set.rules, name, namespace, command=command, extra=extra)
     except rbac_module.UnknownKinds as error:
         raise AuditError(str(error)) from None
     click.echo(text, nl=False)

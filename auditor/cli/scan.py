@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, finish, prepare
+from auditor.cli.common import AuditOptions, audit_options, evaluate, finish, prepare, report
 from auditor.cli.completion import INPUT_PATH
 from auditor.errors import InputError
 
@@ -27,48 +31,163 @@ def stdin_is_closed() -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class InputOptions:
+    """The options of offline input: limits and the Cilium Helm values given beside it."""
+
+    max_file_bytes: int
+    max_files: int
+    max_alias_expansion: int
+    max_yaml_nodes: int
+    max_json_nodes: int
+    allow_no_objects: bool
+    strict_input: bool
+    cilium_values: tuple[str, ...]
+
+
+# The parameters of the offline-only options (commands that also read clusters refuse them with --live).
+OFFLINE_ONLY = ("max_file_bytes", "max_files", "max_alias_expansion", "max_yaml_nodes", "max_json_nodes",
+                "allow_no_objects", "strict_input", "cilium_values")
+
+
+def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the offline input options, collected into `inputs: InputOptions`."""
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["inputs"] = InputOptions(**{name: kwargs.pop(name) for name in OFFLINE_ONLY})
+        return command(**kwargs)
+
+    decorators = [
+        click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
+                     help="Refuse input files larger than this."),
+        click.option("--max-files", type=click.IntRange(min=1), default=50_000, show_default=True,
+                     help="Refuse folders holding more manifest files than this."),
+        click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
+                     help="Refuse YAML documents whose aliases add more nodes than this."),
+        click.option("--max-yaml-nodes", type=click.IntRange(min=1), default=2_000_000, show_default=True,
+                     help="Refuse YAML files that would build more nodes than this (estimated before parsing)."),
+        click.option("--max-json-nodes", type=click.IntRange(min=1), default=14_000_000, show_default=True,
+                     help="Refuse JSON files that could hold more values than this (estimated before parsing)."),
+        click.option("--allow-no-objects", is_flag=True,
+                     help="Input without any Kubernetes object is not an error: every rule is then not-run "
+                          "(for pre-commit runs on commits that change only other YAML)."),
+        click.option("--strict-input", is_flag=True,
+                     help="A file of a folder that cannot be read stops the run (exit 2, one line naming it) instead "
+                          "of being listed as an input problem (the run is then incomplete: exit 3)."),
+        click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
+                     help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
+                          "as with helm -f). The cilium-config ConfigMap, when in the input, still wins."),
+    ]
+    decorated: Callable[..., Any] = wrapper
+    for decorator in reversed(decorators):
+        decorated = decorator(decorated)
+    return decorated
+
+
+def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Any) -> Any:
+    """The snapshot of offline input `paths` (with the Cilium values files given beside it)."""
+    from auditor.cilium.helm_values import read_values_file
+    from auditor.sources.files import read_paths
+
+    if STDIN in paths and stdin_is_closed():
+        raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
+    values_files = [read_values_file(path) for path in inputs.cilium_values]
+    # freeze: what was read stays for the rest of this short-lived process (docs/performance.md).
+    snapshot = read_paths(list(paths), limits=read_limits(inputs), allow_no_objects=inputs.allow_no_objects,
+                          input_problems=not inputs.strict_input, freeze=True)
+    return with_values(snapshot, values_files, posture)
+
+
+def read_limits(inputs: InputOptions) -> Any:
+    from auditor.sources.files import ReadLimits
+
+    return ReadLimits(max_file_bytes=inputs.max_file_bytes, max_files=inputs.max_files,
+                      max_alias_expansion=inputs.max_alias_expansion, max_yaml_nodes=inputs.max_yaml_nodes,
+                      max_json_nodes=inputs.max_json_nodes)
+
+
+def with_values(snapshot: Any, values_files: list[Any], posture: Any) -> Any:
+    """`snapshot` with the Cilium values files given beside it (and a snapshot's cluster named)."""
+    if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
+        snapshot.cluster.label = posture.cluster_label(snapshot.cluster.fingerprint)
+    snapshot.cilium_values = values_files
+    snapshot.inputs.extend(f"--cilium-values {values.ref.name}" for values in values_files)
+    return snapshot
+
+
+def _cluster_specs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Any, ...]:
+    """`--cluster NAME=PATH` values as `ClusterSpec`s (auditor.sources.gitops), each checked."""
+    if not values:
+        return ()
+    from auditor.sources.gitops.layout import parse_cluster_arg
+
+    specs = []
+    for value in values:
+        try:
+            specs.append(parse_cluster_arg(value))
+        except ValueError as error:
+            raise click.BadParameter(str(error).removeprefix(f"--cluster {value!r}: ")) from None
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"cluster {next(n for n in names if names.count(n) > 1)!r} given twice")
+    return tuple(specs)
+
+
+def audit_tree_input(path: str, inputs: InputOptions, clusters: tuple[Any, ...], audit_unreached: bool,
+                     evaluate_snapshot: Callable[[Any], Any], posture: Any) -> tuple[Any, Any]:
+    """A folder read once as a GitOps tree (docs/input.md, "GitOps repositories"): (the merged result of
+    its clusters, None), or (None, its snapshot) when the folder is plain manifests, audited as before."""
+    from auditor.cilium.helm_values import read_values_file
+    from auditor.sources.gitops.audit_scopes import read_tree
+
+    values_files = [read_values_file(values) for values in inputs.cilium_values]
+    tree = read_tree(path, limits=read_limits(inputs), clusters=clusters, audit_unreached=audit_unreached,
+                     allow_no_objects=inputs.allow_no_objects, input_problems=not inputs.strict_input, freeze=True)
+    if tree.plain:
+        return None, with_values(tree.snapshot, values_files, posture)
+    from auditor.fleet import audit_tree
+
+    return audit_tree(tree, evaluate_snapshot, values_files), None
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...", type=INPUT_PATH)
 @audit_options
-@click.option("--max-file-bytes", type=click.IntRange(min=1), default=768 * 1024 * 1024, show_default=True,
-              help="Refuse input files larger than this.")
-@click.option("--max-files", type=click.IntRange(min=1), default=50_000, show_default=True,
-              help="Refuse folders holding more manifest files than this.")
-@click.option("--max-alias-expansion", type=click.IntRange(min=0), default=100_000, show_default=True,
-              help="Refuse YAML documents whose aliases add more nodes than this.")
-@click.option("--max-yaml-nodes", type=click.IntRange(min=1), default=2_000_000, show_default=True,
-              help="Refuse YAML files that would build more nodes than this (estimated before parsing).")
-@click.option("--max-json-nodes", type=click.IntRange(min=1), default=14_000_000, show_default=True,
-              help="Refuse JSON files that could hold more values than this (estimated before parsing).")
-@click.option("--allow-no-objects", is_flag=True,
-              help="Input without any Kubernetes object is not an error: every rule is then not-run "
-                   "(for pre-commit runs on commits that change only other YAML).")
-@click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
-              help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
-                   "as with helm -f). The cilium-config ConfigMap, when in the input, still wins.")
+@input_options
+@click.option("--cluster", "clusters", metavar="NAME=PATH", multiple=True, callback=_cluster_specs,
+              help="A GitOps folder: audit PATH (a folder or file of it, read as Flux reads a path) as the "
+                   "cluster NAME, instead of the clusters the tree's Flux and Argo CD objects say (repeatable).")
+@click.option("--audit-unreached", is_flag=True,
+              help="A GitOps folder: also audit what no cluster deploys, as a scope of its own named (unreached).")
 @click.pass_context
-def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, max_file_bytes: int, max_files: int,
-         max_alias_expansion: int, max_yaml_nodes: int, max_json_nodes: int, allow_no_objects: bool,
-         cilium_values: tuple[str, ...]) -> None:
+def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inputs: InputOptions,
+         clusters: tuple[Any, ...], audit_unreached: bool) -> None:
     """Audit offline input.
 
     PATH is a `kubectl get -o json|yaml` List, a manifest file (one object or
     several YAML documents), a folder of manifests read recursively (*.yaml,
     *.yml, *.json; hidden folders and Helm chart templates skipped), or - for
     standard input.
-    """
-    from auditor.cilium.helm_values import read_values_file
-    from auditor.sources.files import ReadLimits, read_paths
 
+    A file of a folder that cannot be read (invalid YAML, a duplicate key, a
+    local tag in a manifest) is an input problem: listed in every report,
+    none of its objects used, the rest audited, and the run exits 3
+    (incomplete); --strict-input stops at it instead (exit 2).
+
+    One folder is also read as a GitOps repository: each cluster its Flux and
+    Argo CD objects deploy (or each --cluster NAME=PATH) is audited on its own.
+    """
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     prepared = prepare(options)
-    values_files = [read_values_file(path) for path in cilium_values]
-    limits = ReadLimits(max_file_bytes=max_file_bytes, max_files=max_files, max_alias_expansion=max_alias_expansion,
-                        max_yaml_nodes=max_yaml_nodes, max_json_nodes=max_json_nodes)
-    snapshot = read_paths(list(paths), limits=limits, allow_no_objects=allow_no_objects, freeze=True)
-    if snapshot.cluster is not None:  # a snapshot: name its cluster as the posture does (docs/live.md)
-        snapshot.cluster.label = prepared.posture.cluster_label(snapshot.cluster.fingerprint)
-    snapshot.cilium_values = values_files
-    snapshot.inputs.extend(f"--cilium-values {values.ref.name}" for values in values_files)
+    if len(paths) == 1 and paths[0] != STDIN and os.path.isdir(paths[0]):
+        result, snapshot = audit_tree_input(paths[0], inputs, clusters, audit_unreached,
+                                            lambda scope: evaluate(scope, prepared, options), prepared.posture)
+        if result is not None:
+            ctx.exit(report(result, prepared, options))
+    elif clusters or audit_unreached:
+        raise click.UsageError("--cluster and --audit-unreached read one GitOps folder: give exactly one folder")
+    else:
+        snapshot = read_input(paths, inputs, prepared.posture)
     ctx.exit(finish(snapshot, prepared, options))

@@ -11,12 +11,13 @@ for every object of another.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from auditor import kinds
 from auditor.cilium.config import CiliumConfig
+from auditor.cilium.helm_values import merged_release_values
 from auditor.exposure import gateway as gw
 from auditor.exposure.announce import Announcers
 from auditor.exposure.index import ExposureModel, ServicesByName, ServiceViews
@@ -27,8 +28,11 @@ from auditor.exposure.model import (
     AddressKind,
     Announcing,
     Backend,
+    BackendProblem,
     Channel,
     Declared,
+    Detached,
+    Detachment,
     Entrance,
     Evidence,
     GatewayView,
@@ -74,7 +78,14 @@ from auditor.exposure.services import (
     service_type,
 )
 from auditor.exposure.settings import ExposureSettings, resolve_settings
-from auditor.exposure.values import DeclaredService, declared_services, dotted
+from auditor.exposure.values import (
+    EXPOSING_WORDS,
+    DeclaredService,
+    ReleaseValues,
+    ValuesLayers,
+    declared_services,
+    dotted,
+)
 from auditor.exposure.workloads import WORKLOAD_KINDS, WorkloadIndex, ports_of
 from auditor.model import K8sObject, ObjectRef, as_list, as_mapping, as_str, string_labels
 from auditor.posture import Posture
@@ -185,7 +196,7 @@ class _Builder:
             entrances=tuple(entrances), services=views, listed=listed, implied=tuple(implied.values()),
             declared=tuple(declared),
             gateways=tuple(gateways), routes=tuple(routes), node_addresses=self.node_ips, settings=self.settings,
-            notes=tuple(dict.fromkeys(self.notes)),
+            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index,
         )
 
     # --- Services ---------------------------------------------------------------------------
@@ -251,12 +262,27 @@ class _Builder:
         }
         owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
         owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
-        return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values)
+        return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values, self._release_values)
                 if (d.namespace or "", d.release) not in rendered]
+
+    def _release_values(self, release: K8sObject) -> ValuesLayers | None:
+        """A HelmRelease's `valuesFrom` files of the input, and how to merge them (None: `spec.values` alone)."""
+        files = self.snapshot.values_files(release)
+        if not files:
+            return None
+        # A file whose text never writes a Service type cannot ask for one (escapes aside: looked into).
+        layers = tuple(f.values for f in files if f.text is None or "\\" in f.text
+                       or any(word in f.text for word in EXPOSING_WORDS))
+
+        def merged() -> ReleaseValues:
+            values, provenance, files, _ = merged_release_values(self.snapshot, release)
+            return values, provenance, files
+
+        return layers, merged
 
     def _declared_view(self, declared: DeclaredService) -> ServiceView:
         owner = declared.owner
-        source = self.lines.source_of(owner.source, declared.path)
+        source = declared.values_source or self.lines.source_of(owner.source, declared.path)
         service_path = dotted(declared.path[:-1])
         ref = ObjectRef("Service", declared.namespace, f"{declared.release}:{service_path}", "v1")
         labels = {**declared.labels, SERVICE_NAMESPACE_LABEL: declared.namespace or ""}
@@ -352,48 +378,55 @@ class _Builder:
                 ) -> tuple[list[RouteView], dict[tuple[ObjectRef, str], list[RouteView]]]:
         namespace_labels = ({ns.name: string_labels(ns.labels) for ns in self.snapshot.of_kind(kinds.NAMESPACE)}
                             if self.known(kinds.NAMESPACE) else None)
-        implied_keys = {(v.ref.namespace, v.ref.name) for v in implied.values()}
+        # The listed Services first, then the Gateways' implied ones, looked up in turn: looking a backend
+        # up builds only its own view (`ServicesByName` is lazy; merging it into a dict would build them all).
+        by_key = _ListedThenImplied(views, {(v.ref.namespace, v.ref.name): v for v in implied.values()})
+        backends = _BackendJudge(self.snapshot, by_key, self.grants, self.lines)
         hops: dict[ObjectRef, dict[int, ListenerHop]] = {}
         routes: list[RouteView] = []
         by_listener: dict[tuple[ObjectRef, str], list[RouteView]] = defaultdict(list)
         for gk, kind in gw.ROUTE_KINDS.items():
             for route in self.snapshot.of_kind(gk):
                 attached: list[ListenerHop] = []
-                unattached: list[tuple[str, str]] = []
-                for _, ref in gw.parent_refs(route):
+                unattached: list[Detachment] = []
+                for index, ref in gw.parent_refs(route):
                     parent = gw.parent_gateway(self.snapshot, route, ref)
                     if parent is None:
-                        unattached.append((gw.parent_display(route, ref), "the Gateway is not in the input"))
+                        unattached.append(self._no_gateway(route, index, ref))
                         continue
                     if parent.ref not in hops:
                         hops[parent.ref] = dict(gw.listener_hops(parent, gw.controller_of(self.snapshot, parent)))
-                    positions, why = gw.attaches(kind, route, ref, parent, namespace_labels)
-                    attached += [hops[parent.ref][p] for p in positions if p in hops[parent.ref]]
-                    if why:
-                        unattached.append((gw.parent_display(route, ref), why))
+                    attachment = gw.attaches(kind, route, ref, parent, namespace_labels)
+                    attached += [hops[parent.ref][p] for p in attachment.positions if p in hops[parent.ref]]
+                    if attachment.reason is not None:
+                        unattached.append(self._detachment(route, index, ref, parent.ref, attachment.reason,
+                                                           attachment.why, attachment.verified))
                 view = RouteView(kind, route.ref, Evidence(route.ref, route.source, "spec.parentRefs"),
                                  gw.route_hostnames(route), tuple(dict.fromkeys(attached)), tuple(unattached),
-                                 self._backends(route, kind, views, implied_keys))
+                                 tuple(backends.judge(route, kind)))
                 routes.append(view)
                 for hop in view.attached:
                     by_listener[(hop.gateway, hop.name)].append(view)
         return routes, by_listener
 
-    def _backends(self, route: K8sObject, kind: str, views: Mapping[tuple[str | None, str], ServiceView],
-                  implied: set[tuple[str | None, str]]) -> tuple[Backend, ...]:
-        found = []
-        for path, ref in gw.backend_refs(route):
-            namespace, name = as_str(ref.get("namespace")) or route.namespace, as_str(ref.get("name"))
-            port = ref.get("port")
-            exists = (namespace, name) in views or (namespace, name) in implied
-            why = "" if exists else (f"no Service {namespace}/{name} in the input" if self.known(kinds.SERVICE)
-                                     else "the input holds no Services")
-            if namespace != route.namespace and not gw.reference_granted(self.grants[namespace], kind, route, name):
-                why = (why + "; " if why else "") + f"no ReferenceGrant in {namespace} lets this {kind} reach it"
-            found.append(Backend(gw.ref_of("Service", namespace, name),
-                                 port if isinstance(port, (int, str)) and not isinstance(port, bool) else None,
-                                 Evidence(route.ref, route.source, path, note=why), exists and not why))
-        return tuple(found)
+    def _no_gateway(self, route: K8sObject, index: int, ref: Mapping[str, Any]) -> Detachment:
+        """A parentRef naming a Gateway the input does not hold: verified missing only when read from a
+        cluster that lists Gateways (offline, it may be defined in another repository)."""
+        gateway = gw.ref_of("Gateway", as_str(ref.get("namespace")) or route.namespace, as_str(ref.get("name")))
+        listed = self.snapshot.mode.from_cluster and self.known(kinds.GATEWAY)
+        why = (f"the cluster has no Gateway {gateway.namespace}/{gateway.name}" if listed
+               else "the Gateway is not in the input")
+        return self._detachment(route, index, ref, gateway, Detached.NO_GATEWAY, why, listed)
+
+    def _detachment(self, route: K8sObject, index: int, ref: Mapping[str, Any], gateway: ObjectRef,
+                    reason: Detached, why: str, verified: bool) -> Detachment:
+        port = ref.get("port")
+        return Detachment(
+            parent=gw.parent_display(route, ref), gateway=gateway, reason=reason, why=why,
+            evidence=Evidence(route.ref, self.lines.source_of(route.source, ("spec", "parentRefs")),
+                              f"spec.parentRefs[{index}]"),
+            verified=verified, section=as_str(ref.get("sectionName")) or None,
+            port=port if isinstance(port, int) and not isinstance(port, bool) else None)
 
     # --- entrances --------------------------------------------------------------------------
 
@@ -580,3 +613,92 @@ def _node_addresses(nodes: list[K8sObject]) -> tuple[str, ...]:
             if entry.get("type") in ("InternalIP", "ExternalIP") and address is not None:
                 found[str(address)] = (address.version, int(address))
     return tuple(sorted(found, key=lambda text: found[text]))
+
+
+
+class _ListedThenImplied(Mapping[tuple[str | None, str], ServiceView]):
+    """The input's Services by (namespace, name), then the Gateway-implied ones for the names it lacks."""
+
+    def __init__(self, listed: Mapping[tuple[str | None, str], ServiceView],
+                 implied: Mapping[tuple[str | None, str], ServiceView]) -> None:
+        self.listed, self.implied = listed, implied
+
+    def __getitem__(self, key: tuple[str | None, str]) -> ServiceView:
+        return self.listed[key] if key in self.listed else self.implied[key]
+
+    def __iter__(self) -> Iterator[tuple[str | None, str]]:
+        yield from self.listed
+        yield from (key for key in self.implied if key not in self.listed)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_Problem = tuple[BackendProblem, str, bool]  # (problem, why, verified)
+
+
+class _BackendJudge:
+    """Each backendRef of a route: the Service it names and, when it sends nothing, why.
+
+    Gateway API v1: a backendRef to a Service in another namespace needs a ReferenceGrant there
+    (RefNotPermitted); one to a Service that does not exist resolves to nothing (BackendNotFound);
+    a Service backendRef must have a port (the CRD's CEL rule), and Cilium skips a backend whose
+    Service is missing or that has no port (operator/pkg/model/ingestion; notes/facts.md §4).
+    """
+
+    def __init__(self, snapshot: Snapshot, services: Mapping[tuple[str | None, str], ServiceView],
+                 grants: Mapping[str | None, list[K8sObject]], lines: KeyLines) -> None:
+        self.services = services
+        self.lines = lines
+        self.grants = grants
+        self.services_known = snapshot.coverage(kinds.SERVICE).state.known
+        self.grants_known = snapshot.coverage(kinds.REFERENCE_GRANT).state.known
+        self.from_cluster = snapshot.mode.from_cluster
+        # Offline, a Service absent from the input may be rendered by a Helm chart or an Argo CD
+        # Application deploying into its namespace: its absence is then not a fact.
+        self.rendered: set[str | None] = set()
+        if not self.from_cluster:
+            for release in snapshot.of_kind(kinds.HELM_RELEASE):
+                self.rendered.add(as_str(release.spec.get("targetNamespace")) or release.namespace)
+            for app in snapshot.of_kind(kinds.ARGO_APPLICATION):
+                self.rendered.add(as_str(as_mapping(app.spec.get("destination")).get("namespace")) or None)
+
+    def judge(self, route: K8sObject, kind: str) -> list[Backend]:
+        found = []
+        for path, ref in gw.backend_refs(route):
+            namespace, name = as_str(ref.get("namespace")) or route.namespace, as_str(ref.get("name"))
+            raw_port = ref.get("port")
+            port = raw_port if isinstance(raw_port, (int, str)) and not isinstance(raw_port, bool) else None
+            problems = self._problems(route, kind, namespace, name, raw_port)
+            chosen: _Problem | None = next(iter([p for p in problems if p[2]] or problems), None)
+            exists = not any(p[0] in (BackendProblem.NO_SERVICE, BackendProblem.NOT_PERMITTED) for p in problems)
+            # A finding about a backend that sends nothing points at the route's rules (the line is read
+            # only then).
+            source = self.lines.source_of(route.source, ("spec", "rules")) if problems else route.source
+            found.append(Backend(gw.ref_of("Service", namespace, name), port,
+                                 Evidence(route.ref, source, path, note="; ".join(p[1] for p in problems)),
+                                 exists, chosen[0] if chosen else None, chosen[2] if chosen else True))
+        return found
+
+    def _problems(self, route: K8sObject, kind: str, namespace: str | None, name: str, port: Any) -> list[_Problem]:
+        """(problem, why, verified) of one backendRef, the most fundamental first."""
+        problems: list[_Problem] = []
+        view = self.services.get((namespace, name))
+        if view is None:
+            if self.services_known:
+                problems.append((BackendProblem.NO_SERVICE, f"no Service {namespace}/{name} in the input",
+                                 self.from_cluster or namespace not in self.rendered))
+            else:
+                problems.append((BackendProblem.NO_SERVICE, "the input holds no Services", False))
+        if namespace != route.namespace and not gw.reference_granted(self.grants.get(namespace, []), kind, route,
+                                                                     name):
+            problems.append((BackendProblem.NOT_PERMITTED,
+                             f"no ReferenceGrant in {namespace} lets this {kind} reach it", self.grants_known))
+        if not isinstance(port, int) or isinstance(port, bool):
+            problems.append((BackendProblem.NO_PORT, "no port: a Service backendRef must name the Service port"
+                             if port is None else f"port {port!r} is not a port number", True))
+        elif view is not None and view.type != "ExternalName" and port not in {p.port for p in view.ports}:
+            ports = ", ".join(str(p.port) for p in view.ports) or "none"
+            problems.append((BackendProblem.PORT_NOT_EXPOSED,
+                             f"Service {namespace}/{name} has no port {port} (its ports: {ports})", True))
+        return problems

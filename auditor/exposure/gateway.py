@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor import kinds
-from auditor.exposure.model import Evidence, ListenerHop
+from auditor.exposure.model import Detached, Evidence, ListenerHop
 from auditor.model import K8sObject, ObjectRef, as_list, as_mapping, as_str, string_labels
 from auditor.selectors import selector_matches
 from auditor.snapshot import Snapshot
@@ -339,12 +339,31 @@ def route_hostnames(route: K8sObject) -> tuple[str, ...]:
     return tuple(h for h in as_list(route.spec.get("hostnames")) if isinstance(h, str) and h)
 
 
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """Where one parentRef attaches a route: the listener positions, or why none (`reason`, `why`)."""
+
+    positions: tuple[int, ...]
+    reason: Detached | None = None
+    why: str = ""
+    verified: bool = True  # False when a listener's allowedRoutes could not be judged (namespace labels unknown)
+
+
 def attaches(route_kind: str, route: K8sObject, ref: Mapping[str, Any], gateway: K8sObject,
-             namespace_labels: Mapping[str, Mapping[str, str]] | None) -> tuple[list[int], str]:
-    """The listener positions `ref` attaches `route` to, and why none when none does."""
+             namespace_labels: Mapping[str, Mapping[str, str]] | None) -> Attachment:
+    """The listener positions `ref` attaches `route` to, and why none when none does.
+
+    The route-level reason follows the Gateway API's `Accepted` reasons: no listener picked by
+    sectionName/port is NoMatchingParent; no picked listener allowing the route's kind and namespace
+    is NotAllowedByListeners; some allowing it but none whose hostname intersects the route's is
+    NoMatchingListenerHostname (apis/v1/shared_types.go, RouteConditionReason; notes/facts.md §4).
+    """
     section, port = as_str(ref.get("sectionName")), ref.get("port")
     hostnames = route_hostnames(route)
-    attached, reasons = [], []
+    attached: list[int] = []
+    reasons: list[str] = []
+    refused: set[Detached] = set()
+    unknown = False
     for index, listener in listeners(gateway):
         label = listener_label(listener, index)
         if section and as_str(listener.get("name")) != section:
@@ -353,22 +372,29 @@ def attaches(route_kind: str, route: K8sObject, ref: Mapping[str, Any], gateway:
             continue
         if route_kind not in _allowed_kinds(listener):
             reasons.append(f"listener {label} does not accept {route_kind}")
+            refused.add(Detached.KIND_NOT_ALLOWED)
             continue
         allowed, why = namespace_allowed(listener, gateway, route.namespace, namespace_labels)
         if not allowed:
             reasons.append(f"listener {label}: {why}")
+            refused.add(Detached.NAMESPACE_NOT_ALLOWED)
+            unknown = unknown or allowed is None
             continue
         hostname = listener.get("hostname")
         if isinstance(hostname, str) and hostname and not hostnames_intersect(hostname, hostnames):
             reasons.append(f"listener {label}: hostname {hostname} matches none of {', '.join(hostnames)}")
+            refused.add(Detached.NO_MATCHING_HOSTNAME)
             continue
         attached.append(index)
     if attached:
-        return attached, ""
+        return Attachment(tuple(attached))
     if not reasons:
         wanted = f"sectionName {section}" if section else f"port {port}" if isinstance(port, int) else "a listener"
-        return [], f"Gateway {gateway.namespace}/{gateway.name} has no listener matching {wanted}"
-    return [], "; ".join(reasons)
+        return Attachment((), Detached.NO_MATCHING_PARENT,
+                          f"Gateway {gateway.namespace}/{gateway.name} has no listener matching {wanted}")
+    reason = next(r for r in (Detached.NO_MATCHING_HOSTNAME, Detached.NAMESPACE_NOT_ALLOWED, Detached.KIND_NOT_ALLOWED)
+                  if r in refused)
+    return Attachment((), reason, "; ".join(reasons), verified=not unknown)
 
 
 def parent_display(route: K8sObject, ref: Mapping[str, Any]) -> str:

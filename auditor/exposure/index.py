@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, overload
 
 from auditor.exposure.gateway import hostnames_intersect
-from auditor.exposure.model import Channel, Declared, Entrance, GatewayView, RouteView, ServiceView, Subject
+from auditor.exposure.model import (
+    Channel,
+    Declared,
+    Entrance,
+    Evidence,
+    GatewayView,
+    RouteView,
+    ServiceView,
+    Subject,
+    Workload,
+)
 from auditor.model import ObjectRef
 
 # Listener protocols whose traffic is routed by hostname (Host header or TLS SNI).
@@ -17,6 +27,7 @@ HOSTNAME_PROTOCOLS = ("HTTP", "HTTPS", "TLS")
 
 if TYPE_CHECKING:
     from auditor.exposure.settings import ExposureSettings
+    from auditor.exposure.workloads import WorkloadIndex
 
 
 Key = tuple[str | None, str]  # (namespace, name)
@@ -139,6 +150,8 @@ class ExposureModel:
     node_addresses: tuple[str, ...]
     settings: ExposureSettings
     notes: tuple[str, ...] = ()
+    # The workloads by namespace and pod label, indexed once (`workloads_of`).
+    workload_index: WorkloadIndex | None = field(default=None, repr=False)
 
     # --- Services ---------------------------------------------------------------------------
 
@@ -160,6 +173,13 @@ class ExposureModel:
         listed = self.listed.of_type(*types) if isinstance(self.listed, ServiceViews) else self.listed
         yield from (view for view in listed if view.type in types)
         yield from (view for view in (*self.implied, *self.declared) if view.type in types)
+
+    def workloads_of(self, view: ServiceView) -> tuple[Workload, ...]:
+        """The workloads (top-level owners: Deployment, DaemonSet...) whose pods the Service's selector selects."""
+        if self.workload_index is None or not view.pod_selector:
+            return ()
+        return tuple(Workload(obj.ref, Evidence(obj.ref, obj.source, "pod template labels"))
+                     for obj in self.workload_index.selected_by(view.ref.namespace, view.pod_selector))
 
     def view_of(self, subject: Subject) -> ServiceView | None:
         """The Service a subject stands for (a Service, a Gateway's data-plane Service, a values declaration);

@@ -172,14 +172,28 @@ class RouteHop:
     why: str = ""  # when it does not forward
 
 
+class BackendProblem(str, enum.Enum):
+    """Why a route's backendRef sends nothing (Gateway API `ResolvedRefs` False, or a port Cilium drops)."""
+
+    NO_SERVICE = "no-service"  # the Service does not exist (reason BackendNotFound)
+    NOT_PERMITTED = "not-permitted"  # another namespace, and no ReferenceGrant there allows it (RefNotPermitted)
+    NO_PORT = "no-port"  # a Service backendRef without a port number (the CRD's CEL rule rejects it)
+    PORT_NOT_EXPOSED = "port-not-exposed"  # the Service has no port of that number
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class Backend:
     """A Service traffic is sent to, and the port."""
 
     service: ObjectRef
     port: int | str | None
-    evidence: Evidence
-    exists: bool = True  # the Service is in the input (or made by a controller)
+    evidence: Evidence  # a route's backendRef: the route, `spec.rules[i].backendRefs[j]`, and why not (`note`)
+    exists: bool = True  # the Service is in the input (or made by a controller), and the route may reach it
+    problem: BackendProblem | None = None  # why this backend sends nothing (the first verified one)
+    verified: bool = True  # False: the input cannot tell (the Service may be rendered from elsewhere)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +318,45 @@ class GatewayView:
     notes: tuple[str, ...] = ()
 
 
+class Detached(str, enum.Enum):
+    """Why a parentRef attaches a route to no listener (the route's `Accepted` False reason, Gateway API v1)."""
+
+    NO_GATEWAY = "no-gateway"  # the Gateway does not exist (a controller then sets no status at all)
+    NO_MATCHING_PARENT = "no-matching-parent"  # sectionName / port names no listener (NoMatchingParent)
+    KIND_NOT_ALLOWED = "kind-not-allowed"  # no listener accepts the route's kind (NotAllowedByListeners)
+    NAMESPACE_NOT_ALLOWED = "namespace-not-allowed"  # allowedRoutes.namespaces refuses it (NotAllowedByListeners)
+    NO_MATCHING_HOSTNAME = "no-matching-hostname"  # the listeners' hostnames match none of its own
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def condition(self) -> str:
+        """The `Accepted` condition reason a Gateway API controller writes (none for a missing Gateway)."""
+        return _DETACHED_CONDITIONS[self]
+
+
+_DETACHED_CONDITIONS = {
+    Detached.NO_GATEWAY: "", Detached.NO_MATCHING_PARENT: "NoMatchingParent",
+    Detached.KIND_NOT_ALLOWED: "NotAllowedByListeners", Detached.NAMESPACE_NOT_ALLOWED: "NotAllowedByListeners",
+    Detached.NO_MATCHING_HOSTNAME: "NoMatchingListenerHostname",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Detachment:
+    """One parentRef of a route that attaches it to no listener of its Gateway, and why."""
+
+    parent: str  # `Gateway/ns/name#section`, as the parentRef names it
+    gateway: ObjectRef  # the Gateway it names (in the input or not)
+    reason: Detached
+    why: str  # each listener considered and why it refuses, or why no listener was considered
+    evidence: Evidence  # the route's `spec.parentRefs[i]`
+    verified: bool = True  # False: the input cannot tell (the Gateway, or the namespace's labels, elsewhere)
+    section: str | None = None  # the parentRef's sectionName
+    port: int | None = None  # the parentRef's port
+
+
 @dataclass(frozen=True)
 class RouteView:
     """A route and what became of each of its parent references."""
@@ -313,7 +366,7 @@ class RouteView:
     evidence: Evidence
     hostnames: tuple[str, ...]
     attached: tuple[ListenerHop, ...]  # the listeners it attaches to
-    unattached: tuple[tuple[str, str], ...]  # (parentRef, why it attaches to no listener of it)
+    unattached: tuple[Detachment, ...]  # each parentRef that attaches it to no listener, and why
     backends: tuple[Backend, ...]
     forwards: bool = True
     why: str = ""

@@ -38,6 +38,8 @@ class ExposureSettings:
 
 
 def switch(config: CiliumConfig, key: str) -> Switch:
+    if config.ambiguous is not None:
+        return Switch(None, config.ambiguous)
     setting = config.get(key)
     if setting is not None:
         if not setting.concrete:

@@ -24,13 +24,15 @@ YAML loader allows), never into lists of unrelated objects twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor import kinds
+from auditor.cilium.helm_values import line_of
 from auditor.exposure.services import EXPOSING_TYPES, ServicePort
-from auditor.model import K8sObject, as_list, as_mapping, as_str
+from auditor.model import K8sObject, Source, as_list, as_mapping, as_str
+from auditor.snapshot import ValuesFile
 
 Path = tuple[str | int, ...]
 
@@ -68,6 +70,9 @@ class DeclaredService:
     load_balancer_class: str | None
     load_balancer_ip: str | None
     via: str  # `Helm values`, `Helm values (spec.source.helm.values string)`, `operator resource`
+    # Where the `type` is written when it is not in the owner's own file: a Helm values file of the
+    # input that a HelmRelease reads through `valuesFrom` (a kustomize configMapGenerator's file).
+    values_source: Source | None = None
 
 
 def dotted(path: Path) -> str:
@@ -115,6 +120,29 @@ def _walk(root: Any, base: Path, strimzi: bool = False) -> Iterator[tuple[Path, 
             for index in range(len(node) - 1, -1, -1):
                 if isinstance(node[index], (dict, list)):
                     stack.append(((*path, index), node[index]))
+
+
+_ANY_EXPOSING = frozenset({*EXPOSING_TYPES, *_STRIMZI_TYPES})
+# How a values file's text must spell a Service type that asks for one (Strimzi's lower case included).
+EXPOSING_WORDS = tuple(sorted(_ANY_EXPOSING))
+
+
+def declares_service(values: Any) -> bool:
+    """Whether `values` may ask for a LoadBalancer or NodePort Service: a mapping with such a `type` or
+    `serviceType` anywhere (what `_walk` then judges by its keys). A cheaper walk than `_walk`, which
+    builds every node's path: most values files hold no such mapping at all."""
+    stack: list[Any] = [values]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if node.get("type") in _ANY_EXPOSING or node.get("serviceType") in _ANY_EXPOSING:
+                return True
+            stack.extend(value for value in node.values() if isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(item for item in node if isinstance(item, (dict, list)))
+    return seen >= _MAX_NODES  # too large to tell: walked in full
 
 
 def _int(value: Any) -> int | None:
@@ -211,12 +239,45 @@ def release_namespace(release: K8sObject) -> str | None:
     return as_str(release.spec.get("targetNamespace")) or release.namespace
 
 
-def helm_release_services(release: K8sObject) -> list[DeclaredService]:
+def helm_release_services(release: K8sObject, layers: ValuesLayers | None = None) -> list[DeclaredService]:
+    """Services a HelmRelease's values ask for: `spec.values`, merged with its `valuesFrom` files of the
+    input (`layers`) as helm-controller merges them, each pointing where it is written.
+
+    The files are merged only when some layer asks for a Service at all: merging copies every value,
+    and most releases declare none (the merged values would not either)."""
     values = release.spec.get("values")
-    if not isinstance(values, dict):
-        return []
-    return _collect(release, values, ("spec", "values"), namespace=release_namespace(release),
-                    release=release_name(release), via="Helm values")
+    found = _collect(release, values, ("spec", "values"), namespace=release_namespace(release),
+                     release=release_name(release), via="Helm values") if isinstance(values, dict) else []
+    if layers is None or (not found and not any(declares_service(layer) for layer in layers[0])):
+        return found
+    merged, provenance, files = layers[1]()
+    found = _collect(release, merged, ("spec", "values"), namespace=release_namespace(release),
+                     release=release_name(release), via="Helm values")
+    return [_in_values_file(declared, provenance, files) for declared in found]
+
+
+# (values, provenance label of each leaf, the values files by label): auditor.cilium.helm_values.
+ReleaseValues = tuple[dict[str, Any], Mapping[tuple[str, ...], str], Mapping[str, ValuesFile]]
+# A release's valuesFrom files (their values, in order) and how to merge them with spec.values.
+ValuesLayers = tuple[tuple[Any, ...], Callable[[], ReleaseValues]]
+
+
+def _in_values_file(declared: DeclaredService, provenance: Mapping[tuple[str, ...], str],
+                    files: Mapping[str, ValuesFile]) -> DeclaredService:
+    """`declared`, pointing at the values file its `type` comes from (unchanged when from spec.values)."""
+    inside = tuple(str(part) for part in declared.path[2:])  # the path below `spec.values`
+    label = None
+    for depth in range(len(inside), 0, -1):  # the deepest written parent: lists are replaced whole
+        label = provenance.get(inside[:depth])
+        if label is not None:
+            break
+    layer = files.get(label) if label is not None else None
+    if layer is None:
+        return declared
+    line = line_of(layer.lines, inside) or layer.source.line
+    where = f"{dotted(declared.path[2:])} in {layer.source.path} ({label} of the HelmRelease)"
+    return replace(declared, where=where, values_source=Source(layer.source.path, line),
+                   via=f"Helm values ({layer.origin})")
 
 
 def application_services(app: K8sObject, parse: Any) -> list[DeclaredService]:
@@ -252,12 +313,16 @@ def operator_services(obj: K8sObject) -> list[DeclaredService]:
                     via=f"{obj.kind} resource", strimzi=obj.kind == "Kafka")
 
 
-def declared_services(objects: list[K8sObject], parse: Any) -> list[DeclaredService]:
-    """Every Service declared in values or operator resources among `objects`, in input order."""
+def declared_services(objects: list[K8sObject], parse: Any,
+                      values_of: Callable[[K8sObject], ValuesLayers | None] | None = None) -> list[DeclaredService]:
+    """Every Service declared in values or operator resources among `objects`, in input order.
+
+    `values_of(release)` gives a HelmRelease's `valuesFrom` files when the input holds some (None:
+    its `spec.values` alone)."""
     found: list[DeclaredService] = []
     for obj in objects:
         if obj.gk == kinds.HELM_RELEASE:
-            found += helm_release_services(obj)
+            found += helm_release_services(obj, values_of(obj) if values_of is not None else None)
         elif obj.gk == kinds.ARGO_APPLICATION:
             found += application_services(obj, parse)
         else:

@@ -66,7 +66,8 @@ def sanction(entrance: Entrance, posture: Posture) -> Sanction | None:
         gateway = entrance.listener.gateway
         pattern = posture.edge_gateway(gateway.namespace, gateway.name)
         if pattern is not None:
-            return Sanction(f"exposure.mode gateway: Gateway {gateway.namespace}/{gateway.name} is the edge "
+            name = f"{gateway.namespace}/{gateway.name}" if gateway.namespace else gateway.name
+            return Sanction(f"exposure.mode gateway: Gateway {name} is the edge "
                             f"(exposure.edgeGateways {pattern})", MODE_DECISIONS["gateway"])
     if mode == "l4" and entrance.listener is None and entrance.rule in (NODEPORT_RULE, HOSTPORT_RULE, HOSTNETWORK_RULE):
         ref = entrance.subject.ref

@@ -2,8 +2,8 @@
 
 Formats are listed here explicitly and imported only when used. `render`
 gives each format the presentation options it understands: the text report
-its width, colour and verbosity; Markdown and SARIF whether to list what only
-`-v` shows (unused entries of the built-in exception list); the others none.
+its width, colour and verbosity; Markdown, SARIF and HTML whether to list what
+only `-v` shows (unused entries of the built-in exception list); the others none.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ FORMATS: dict[str, str] = {
     "markdown": "auditor.report.markdown:render",
     "prometheus": "auditor.report.prometheus:render",
     "codequality": "auditor.report.codequality:render",
+    "html": "auditor.report.html:render",
 }
 DEFAULT_WIDTH = 80  # columns, when the terminal's width is unknown (a pipe, a file, CI logs)
 
@@ -56,7 +57,7 @@ def render(name: str, result: Any, presentation: Presentation = Presentation()) 
     if name == "text":
         text: str = function(result, color=presentation.color, width=presentation.width,
                              verbosity=presentation.verbosity)
-    elif name in ("markdown", "sarif"):
+    elif name in ("markdown", "sarif", "html"):
         text = function(result, verbose=presentation.verbosity is Verbosity.VERBOSE)
     else:
         text = function(result)

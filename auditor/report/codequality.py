@@ -21,6 +21,14 @@ fingerprint with the target branch's report.
 - `location.path` is relative to the working directory (run `audit` from the
   repository root, as CI does); a finding read from standard input or a
   cluster names where it was read instead, and line 1.
+- An input problem (a file that could not be read) is an issue too, of
+  `check_name` `input-problem`, severity `blocker`, at the file and line.
+  It is a defect of a file of the repository at a line, which is what the
+  widget shows (as a linter's own parse errors are): kubectl would refuse the
+  file, and none of its objects was audited, so the merge request must not
+  look clean. Its fingerprint hashes the code and the file (not the line or
+  the message), so it stays one issue while the file stays broken and is
+  "fixed" when it reads again.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from auditor.engine import AuditResult
-from auditor.model import Finding, FindingStatus, Severity
+from auditor.model import Finding, FindingStatus, InputProblem, Severity, Source
 from auditor.report.json_text import dumps_indented
 
 SEVERITIES = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "minor"}
@@ -43,11 +51,19 @@ EXCEPTED_SEVERITY = "info"
 STDIN_NAME = "<stdin>"
 
 
+INPUT_PROBLEM_CHECK = "input-problem"
+INPUT_PROBLEM_SEVERITY = "blocker"
+
+
 def _path(finding: Finding, base: str, files: bool) -> str:
     """The finding's file relative to `base` (forward slashes) when below it, else where it was read."""
-    source = finding.source
-    if source is None or not source.path:
+    if finding.source is None or not finding.source.path:
         return finding.object.display
+    return _source_path(finding.source, base, files)
+
+
+def _source_path(source: Source, base: str, files: bool) -> str:
+    """The file relative to `base` (forward slashes) when below it, else as read."""
     if not files or source.path == STDIN_NAME:  # a cluster, standard input
         return source.path
     absolute, base = os.path.abspath(source.path), os.path.abspath(base)
@@ -83,11 +99,30 @@ def _issue(finding: Finding, base: str, files: bool, occurrence: int) -> dict[st
     }
 
 
+def _problem_issue(problem: InputProblem, base: str, files: bool, occurrence: int) -> dict[str, Any]:
+    path = _source_path(problem.source, base, files)
+    identity = "\0".join([INPUT_PROBLEM_CHECK, problem.cluster or "", problem.code.value, path])
+    identity += f"\0{occurrence}" if occurrence else ""
+    where = f"{problem.cluster}: " if problem.cluster else ""
+    return {
+        "description": f"{where}input problem ({problem.code.value}): {problem.message}; the file could not be "
+                       "read, none of its objects was audited",
+        "check_name": INPUT_PROBLEM_CHECK,
+        "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
+        "severity": INPUT_PROBLEM_SEVERITY,
+        "location": {"path": path, "lines": {"begin": problem.line or 1}},
+    }
+
+
 def to_list(result: AuditResult, base: str | None = None) -> list[dict[str, Any]]:
     base = base or os.getcwd()
     files = result.snapshot.mode in ("offline", "snapshot")  # findings point at files, not only at a cluster
     seen: Counter[str] = Counter()
     issues = []
+    for problem in result.input_problems:  # sorted by file and line
+        key = "\0".join([problem.cluster or "", problem.code.value, problem.file])
+        issues.append(_problem_issue(problem, base, files, seen[key]))
+        seen[key] += 1
     for finding in result.findings:  # sorted by the engine: occurrences count in a stable order
         identity = _identity(finding)
         issues.append(_issue(finding, base, files, seen[identity]))

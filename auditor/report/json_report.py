@@ -14,9 +14,11 @@ from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
 from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
-from auditor.model import ClusterInfo, Finding, ObjectRef, Source
+from auditor.model import ClusterInfo, Finding, InputProblem, NamespaceOrigin, ObjectRef, Source
 from auditor.report.json_text import dumps_indented
+from auditor.report.repository import remark_dicts
 from auditor.report.sources import ConfigSources
+from auditor.repository import RemarkKind, RepositoryView, ScopeView
 
 REPORT_VERSION = "1"
 
@@ -41,11 +43,43 @@ def finding_dict(finding: Finding, remediation: str | None = None) -> dict[str, 
                 out["column"] = finding.source.column
     if finding.cluster:
         out["cluster"] = finding.cluster
+    if finding.namespace_from is not None:
+        out["namespaceFrom"] = namespace_origin_dict(finding.namespace_from)
     if finding.exception is not None:
         out["exception"] = {"name": finding.exception.name, "reason": finding.exception.reason}
     if remediation:
         out["remediation"] = remediation
     return out
+
+
+def namespace_origin_dict(origin: NamespaceOrigin) -> dict[str, Any]:
+    """Where a finding's object gets its namespace in a GitOps tree (docs/json-report.md, "namespaceFrom")."""
+    return {"namespace": origin.namespace, "reason": origin.reason, **source_dict(origin.source),
+            "description": origin.text}
+
+
+def scope_dict(scope: ScopeView, member: FleetCluster | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": scope.name, "kind": scope.kind.value, "root": scope.root,
+                           "entryPoints": [{"kind": e.kind, **source_dict(e.source)} for e in scope.entry_points],
+                           "objects": scope.objects, "files": scope.files,
+                           "namespaceCoverage": {"namespaced": scope.namespaced, "withNamespace": scope.with_namespace},
+                           "audited": scope.audited}
+    if member is not None:
+        out.update(exitCode=member.exit_code, complete=member.complete)
+    return out
+
+
+def repository_dict(repository: RepositoryView) -> dict[str, Any]:
+    """The report's `target.repository` member: how a GitOps tree was read (docs/json-report.md)."""
+    return {
+        "singleScope": repository.single_scope,
+        "namespaceCoverage": {"namespaced": repository.namespaced, "withNamespace": repository.with_namespace},
+        "unreached": {"objects": repository.unreached,
+                      "folders": [{"folder": f, "objects": n} for f, n in repository.unreached_folders]},
+        "problems": remark_dicts(repository, RemarkKind.PROBLEM),
+        "warnings": remark_dicts(repository, RemarkKind.WARNING),
+        "notes": remark_dicts(repository, RemarkKind.NOTE),
+    }
 
 
 def source_dict(source: Source | None) -> dict[str, Any]:
@@ -74,6 +108,23 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
     }
     if result.reason:
         out["reason"] = result.reason
+    if result.partial:  # a verdict on part of what the rule judges: what it did not see, and why
+        out["partial"] = True
+        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason} for unseen in result.unseen]
+    return out
+
+
+def input_problem_dict(problem: InputProblem) -> dict[str, Any]:
+    """One entry of the report's `inputProblems` (docs/json-report.md)."""
+    out: dict[str, Any] = {"file": problem.file}
+    if problem.line:
+        out["line"] = problem.line
+        if problem.column:
+            out["column"] = problem.column
+    out["code"] = problem.code.value
+    out["message"] = problem.message
+    if problem.cluster:
+        out["cluster"] = problem.cluster
     return out
 
 
@@ -88,6 +139,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "rulesFailed": summary.rules_failed,
         "rulesNotRun": summary.rules_not_run,
         "rulesError": summary.rules_error,
+        "rulesPartial": summary.rules_partial,
+        "inputProblems": summary.input_problems,
         "complete": summary.complete,
         "failOn": summary.fail_on.value,
         "exitCode": summary.exit_code,
@@ -236,15 +289,26 @@ def exposure_dict(judged: JudgedEntrance) -> dict[str, Any]:
     return out
 
 
+def target_dict(result: AuditResult) -> dict[str, Any]:
+    """The report's `target` member: what was read (the mode, the inputs, the cluster or the fleet)."""
+    snapshot = result.snapshot
+    target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
+    if snapshot.cluster is not None:
+        target["cluster"] = _cluster_dict(snapshot.cluster)
+    if result.repository is not None:  # a GitOps tree: each scope, with its own outcome when audited on its own
+        members = {member.name: member for member in result.fleet}
+        target["clusters"] = [scope_dict(scope, members.get(scope.name)) for scope in result.repository.scopes]
+        target["repository"] = repository_dict(result.repository)
+    elif result.fleet:  # each cluster of a fleet, with its own outcome
+        target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
+    return target
+
+
 def to_dict(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     sources = sources_dict(result)
     remediation = {r.id: r.rule.remediation for r in result.rules if r.rule is not None}
-    target: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs)}
-    if snapshot.cluster is not None:
-        target["cluster"] = _cluster_dict(snapshot.cluster)
-    if result.fleet:  # each cluster of a fleet, with its own outcome
-        target["clusters"] = [_fleet_cluster_dict(member) for member in result.fleet]
+    target = target_dict(result)
     out: dict[str, Any] = {
         "reportVersion": REPORT_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__},
@@ -261,6 +325,8 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
             for gk, coverage in sorted(result.coverage.items())
         ],
         "ignoredDocuments": len(snapshot.ignored),
+        # Files that could not be read: none of their objects was audited (the run is incomplete).
+        "inputProblems": [input_problem_dict(problem) for problem in result.input_problems],
         "notes": list(result.notes),
         "duplicateObjects": [duplicate_dict(duplicate) for duplicate in result.duplicates],
         # Every way in from outside the cluster, by address then port (by cluster first in a fleet).

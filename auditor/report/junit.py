@@ -12,7 +12,16 @@ so a green job never shows red tests and a red one names what failed it:
   severity), or unchanged since the baseline;
 - a rule in error is an error; a rule that could not run is an error when
   that fails the run (`--require-complete`, always with `audit live`) and
-  skipped, with the reason, when it does not.
+  skipped, with the reason, when it does not;
+- what a partial verdict did not see is one more case of its rule's suite,
+  `did not see: WHAT`, an error when that fails the run (`--require-complete`)
+  and skipped, with why, when it does not; its suite's properties say
+  `partial` and list it;
+- a pass on input holding nothing the rule judges is one passing case whose
+  output says what there was none of;
+- an input problem (a file that could not be read) is an error case of the
+  `(input)` suite, named after the file and line, its message the problem:
+  it always fails the run (exit 3).
 
 Every suite's properties name the posture and exception list the audit was
 judged against (`built-in platform defaults`, or the file). The output
@@ -30,7 +39,7 @@ from junit_xml import TestCase, TestSuite
 
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
-from auditor.model import Finding, FindingStatus, ObjectRef, RuleStatus
+from auditor.model import Finding, FindingStatus, InputProblem, ObjectRef, RuleStatus
 from auditor.report.sources import ConfigSources
 
 
@@ -83,8 +92,15 @@ def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuit
     for ref in rule.examined:
         if (None, ref) not in flagged:
             cases.append(TestCase(_case_name(ref), classname=rule.id))
+    for unseen in rule.unseen:
+        case = TestCase(f"did not see: {unseen.what}", classname=rule.id)
+        if result.require_complete:
+            case.add_error_info(message=unseen.reason, error_type="partial")
+        else:
+            case.add_skipped_info(f"partial verdict: {unseen.reason}")
+        cases.append(case)
     if not cases:
-        cases.append(TestCase(rule.id, classname=rule.id))
+        cases.append(TestCase(rule.id, classname=rule.id, stdout=rule.reason or None))
     cases.sort(key=lambda c: (c.name, c.classname))
     return TestSuite(rule.id, cases)
 
@@ -93,9 +109,16 @@ def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuit
 INPUT_SUITE = "(input)"
 
 
-def _input_suite(duplicates: list[DuplicateObject]) -> TestSuite:
-    """Objects defined more than once: skipped cases (shown, not failing: they do not change the exit code)."""
+def _input_suite(problems: list[InputProblem], duplicates: list[DuplicateObject]) -> TestSuite:
+    """Files that could not be read: error cases (they make the run incomplete). Objects defined more than
+    once: skipped cases (shown, not failing: they do not change the exit code)."""
     cases = []
+    for problem in problems:
+        # The place is in the name and the text: the schema Jenkins uses has no file/line on a testcase.
+        case = TestCase(f"input problem {problem.where}", classname=INPUT_SUITE)
+        case.add_error_info(message=f"{problem.message} (none of the file's objects is audited)",
+                            output=str(problem), error_type=problem.code.value)
+        cases.append(case)
     for duplicate in duplicates:
         case = TestCase(f"duplicate {duplicate.display}", classname=INPUT_SUITE)
         where = ", ".join(str(source) if source else "(unknown place)" for source in duplicate.sources)
@@ -132,10 +155,14 @@ def render(result: AuditResult) -> str:
     totals = {"tests": 0, "failures": 0, "errors": 0}
     failing = {id(finding) for finding in result.failing}
     suites = [_suite(rule, result, failing) for rule in result.rules]
-    if result.duplicates:
-        suites.append(_input_suite(result.duplicates))
+    if result.duplicates or result.input_problems:
+        suites.append(_input_suite(result.input_problems, result.duplicates))
+    partial = {rule.id: rule for rule in result.rules if rule.partial}
     for test_suite in suites:
         test_suite.properties = _sources(result)
+        if test_suite.name in partial:  # the verdict is on part of what the rule judges
+            unseen = partial[test_suite.name].unseen
+            test_suite.properties.update({"partial": "true", "didNotSee": "; ".join(str(u) for u in unseen)})
         suite = test_suite.build_xml_doc()
         suite.attrib.pop("disabled", None)
         suite.attrib.pop("time", None)  # no timings: the same input gives the same bytes

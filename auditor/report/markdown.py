@@ -4,8 +4,9 @@ GitHub-flavoured Markdown (tables, `<details>`), which GitHub's job summary
 ($GITHUB_STEP_SUMMARY) and pull-request comments and GitLab's merge-request
 notes all render: the verdict and counts first, then the failing findings
 grouped by rule with the remediation, the excepted findings folded in a
-`<details>` block, the rules that could not run with their reasons, and, with
-`--baseline`, what is new and what was fixed.
+`<details>` block, the files that could not be read (input problems), the
+rules that could not run with their reasons, the partial verdicts with what
+they did not see, and, with `--baseline`, what is new and what was fixed.
 
 Every value that comes from the audited input or the exception list is
 escaped (Markdown punctuation, `|`, HTML), so a hostile manifest cannot add
@@ -21,8 +22,12 @@ from auditor.baseline import UNCHANGED, Baseline
 from auditor.engine import AuditResult
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
+from auditor.report import exposure_map, mermaid
+from auditor.report import repository as tree_words
 from auditor.report.diff import entry_display
 from auditor.report.sources import BUILTIN, ConfigSources
+from auditor.report.text import incomplete_because
+from auditor.repository import RemarkKind
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
 # GitHub, @ a mention, & an entity); escaping it with a backslash is valid
@@ -77,18 +82,39 @@ def _target(finding: Finding) -> str:
 
 
 def _where(finding: Finding) -> str:
-    return code(str(finding.source)) if finding.source is not None else ""
+    where = code(str(finding.source)) if finding.source is not None else ""
+    origin = finding.namespace_from  # a GitOps tree: the namespace a build gives the object, and where from
+    if origin is not None and not origin.from_manifest:
+        where += ("<br>" if where else "") + escape(origin.text)
+    return where
+
+
+def _repository_section(result: AuditResult) -> list[str]:
+    """A GitOps tree: its clusters, what no cluster deploys, the namespace coverage, the layout's warnings."""
+    repository = result.repository
+    if repository is None:
+        return []
+    lines = [escape(tree_words.clusters_sentence(repository)), ""]
+    unreached = tree_words.unreached_sentence(repository)
+    items = [*tree_words.cluster_lines(repository), *([unreached] if unreached else [])]
+    if items:
+        lines += [*(f"- {escape(item)}" for item in items), ""]
+    lines += [escape(tree_words.namespaces_sentence(repository)), ""]
+    for kind in (RemarkKind.PROBLEM, RemarkKind.WARNING):
+        for remark in repository.remarks_of(kind):
+            lines += [f"**{kind.value.capitalize()}:** {escape(str(remark))}", ""]
+    return lines
 
 
 def _verdict(result: AuditResult, new: str) -> str:
     if result.incomplete_gate:
-        return "**Verdict: INCOMPLETE** — some rules could not reach a verdict (exit 3)"
+        return f"**Verdict: INCOMPLETE** — {escape(incomplete_because(result))} (exit 3)"
     if result.failing:
         return (f"**Verdict: FAIL** — {_plural(len(result.failing), new + 'finding')} at or above "
                 f"`{result.fail_on.value}` (exit 1)")
     if not result.complete:
-        return ("**Verdict: PASS** on what could be checked — some rules did not run "
-                "(`--require-complete` makes that fail)")
+        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else "some rules saw only part of the input"
+        return f"**Verdict: PASS** on what could be checked — {what} (`--require-complete` makes that fail)"
     return "**Verdict: PASS**"
 
 
@@ -111,6 +137,22 @@ def _sources_line(result: AuditResult) -> str:
     posture = code(sources.posture_file) if sources.posture_file else BUILTIN
     exceptions = code(sources.exceptions_file) if sources.exceptions_file else BUILTIN
     return f"Posture: {posture}; exceptions: {exceptions} ({entries})"
+
+
+def _map_section(result: AuditResult) -> list[str]:
+    """The ways in as a Mermaid flowchart (GitHub and GitLab draw it), folded past `mermaid.CAP` nodes."""
+    if not result.exposures:
+        return []
+    drawn = exposure_map.build(result.exposures, mermaid.CAP)
+    counts = ", ".join(f"**{count} {kind.value}**" if kind.value == "drift" else f"{count} {kind.value}"
+                       for kind, count in drawn.counts)
+    lines = ["", "### Ways in", "",
+             f"{_plural(drawn.ways, 'way')} in from outside the cluster: {counts} "
+             "(red: drift, amber: excepted, green: sanctioned by the posture, grey: not judged)."]
+    if drawn.folding.nodes:
+        lines += ["", f"Large map: {escape(drawn.folding.sentence)} to stay under {mermaid.CAP} nodes; "
+                      "the JSON report lists every way in."]
+    return [*lines, "", "```mermaid", *mermaid.flowchart(drawn), "```"]
 
 
 def _failed_section(result: AuditResult, baseline: Baseline | None) -> list[str]:
@@ -165,6 +207,24 @@ def _unfinished_section(result: AuditResult) -> list[str]:
         return []
     rows = [[code(r.id), r.status.value, escape(r.reason)] for r in unfinished]
     return ["", "### Rules without a verdict", "", *_table(["Rule", "Status", "Reason"], rows)]
+
+
+def _input_problems_section(result: AuditResult) -> list[str]:
+    if not result.input_problems:
+        return []
+    rows = [[code(p.where), code(p.code.value), escape(p.message)] for p in result.input_problems]
+    return ["", "### Input problems", "",
+            "These files could not be read: none of their objects was audited, and the run is incomplete.", "",
+            *_table(["Where", "Code", "Problem"], rows)]
+
+
+def _partial_section(result: AuditResult) -> list[str]:
+    rows = [[code(r.id), r.status.value, escape(u.what), escape(u.reason)] for r in result.rules if r.partial
+            for u in r.unseen]
+    if not rows:
+        return []
+    return ["", "### Partial verdicts", "", "Each verdict is on what the rule could see; it did not see:", "",
+            *_table(["Rule", "Verdict", "Did not see", "Why"], rows)]
 
 
 def _duplicates_section(result: AuditResult) -> list[str]:
@@ -231,6 +291,7 @@ def render(result: AuditResult, verbose: bool = False) -> str:
         "",
         _target_line(result),
         "",
+        *_repository_section(result),
         _sources_line(result),
         "",
     ]
@@ -242,20 +303,26 @@ def render(result: AuditResult, verbose: bool = False) -> str:
         ["Rules failed", str(summary.rules_failed)],
         ["Rules not run", str(summary.rules_not_run)],
         ["Rules in error", str(summary.rules_error)],
+        ["Rules partial", str(summary.rules_partial)],
+        ["Input problems", str(summary.input_problems)],
     ]
     if baseline is not None:
         baseline_counts = baseline.counts()
         counts[1:1] = [["New findings (baseline)", str(baseline_counts.new)],
                        ["Fixed findings (baseline)", str(baseline_counts.fixed)]]
     lines += _table(["", "Count"], counts)
+    lines += _input_problems_section(result)
+    lines += _map_section(result)
     lines += _failed_section(result, baseline)
     lines += _excepted_section(result)
     lines += _unfinished_section(result)
+    lines += _partial_section(result)
     if baseline is not None:
         lines += _baseline_section(baseline)
     lines += _duplicates_section(result)
     lines += _exceptions_section(result, verbose)
-    passed = [code(r.id) for r in result.rules if r.status is RuleStatus.PASSED]
+    passed = [code(r.id) + (" (partial)" if r.partial else " (nothing to check)" if r.nothing_checked else "")
+              for r in result.rules if r.status is RuleStatus.PASSED]
     if passed:
         lines += ["", f"Passed: {', '.join(passed)}"]
     for note in result.notes:

@@ -10,7 +10,11 @@ or any sidecar serving the file. Metrics (all gauges, prefix `cilium_exposure_au
   own severity, so a fixed rule reads 0 instead of disappearing;
 - `rule_status{rule,status}` — 1 for the rule's verdict (passed, failed,
   not-run, error), 0 for the other three (a state set);
-- `complete` (1 when every rule reached a verdict), `exit_code`, `objects`,
+- `rule_partial{rule}` — 1 when the rule's verdict is on part of what it judges
+  (it did not see the rest), else 0;
+- `input_problems` — files of the input that could not be read (none of their
+  objects was audited; any makes the run incomplete);
+- `complete` (1 when every rule reached a full verdict and every file was read), `exit_code`, `objects`,
   `exceptions{status}` (the entries of an exception file: alert on `unused`
   to find stale ones), `exceptions_builtin{status}` (the entries of the
   built-in list, which the user cannot remove), `info{version}`,
@@ -176,8 +180,12 @@ def _rule_status_family(out: _Exposition, result: AuditResult, cluster: str | No
 
 def _run_families(out: _Exposition, result: AuditResult, cluster: str | None) -> None:
     base = _with_cluster({}, cluster)
-    out.family("complete", "1 when every selected rule reached a verdict (passed or failed), else 0.",
-               [(base, 1 if result.complete else 0)])
+    out.family("rule_partial", "1 when the rule's verdict is on part of what it judges (it did not see the rest).",
+               [(_with_cluster({"rule": rule.id}, cluster), 1 if rule.partial else 0) for rule in result.rules])
+    out.family("input_problems", "Files of the input that could not be read: none of their objects was audited.",
+               [(base, len(result.input_problems))])
+    out.family("complete", "1 when every selected rule reached a full verdict (passed or failed, not partial) and "
+               "every file was read, else 0.", [(base, 1 if result.complete else 0)])
     out.family("exit_code", "Exit code of the last audit (0 pass, 1 failing findings, 3 incomplete).",
                [(base, result.exit_code)])
     out.family("objects", "Objects the last audit read.", [(base, len(result.snapshot))])

@@ -16,8 +16,11 @@ convention code-scanning uploaders resolve against the checkout).
 - `partialFingerprints` hash the rule and the object (kind, namespace, name,
   cluster), never the message, so an alert follows the object across runs.
 - The invocation records the exit code and `executionSuccessful: false` when
-  the audit is incomplete (a rule did not run or failed); each such rule is a
-  tool execution notification. Expired entries of the exception list, and
+  the audit is incomplete (a rule did not run, failed or saw only part of what
+  it judges; a file could not be read); each such rule is a tool execution
+  notification (`rule-not-run`, `rule-error`, `rule-partial` listing what it
+  did not see), and so is each input problem (`input-problem`, level error:
+  it always makes the run incomplete), located at the file and line. Expired entries of the exception list, and
   unused entries of an exception file, are tool configuration notifications
   located at the entry (file and line); unused entries of the built-in list
   are listed only with `-v` (the user cannot remove them). The run's
@@ -42,8 +45,8 @@ from auditor.baseline import Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
-from auditor.model import Finding, FindingStatus, RuleStatus, Severity
-from auditor.report.json_report import sources_dict, summary_dict
+from auditor.model import Finding, FindingStatus, InputProblem, RuleStatus, Severity
+from auditor.report.json_report import namespace_origin_dict, repository_dict, scope_dict, sources_dict, summary_dict
 from auditor.report.json_text import dumps_indented
 from auditor.report.sources import BUILTIN, ConfigSources
 
@@ -73,6 +76,8 @@ NOTIFICATIONS = [
     ("duplicate-object", "An object is defined more than once in the input: each definition is audited."),
     # Last, so the indices above stay those of earlier reports.
     ("exception-builtin-unused", f"An entry of the built-in exception list ({BUILTIN}) matched nothing."),
+    ("input-problem", "A file of the input could not be read: none of its objects was audited."),
+    ("rule-partial", "A rule's verdict is on part of what it judges: the input did not show it the rest."),
 ]
 _NOTIFICATION_INDEX = {name: index for index, (name, _) in enumerate(NOTIFICATIONS)}
 
@@ -159,6 +164,8 @@ def _result(finding: Finding, rule_index: dict[str, int], physical: bool, base: 
     }
     if finding.cluster:
         logical["properties"]["cluster"] = finding.cluster
+    if finding.namespace_from is not None:  # a GitOps tree: where the object's namespace comes from
+        logical["properties"]["namespaceFrom"] = namespace_origin_dict(finding.namespace_from)
     location: dict[str, Any] = {}
     source = finding.source
     if physical and source is not None and source.path and source.path != STDIN_NAME:
@@ -215,6 +222,19 @@ def _duplicate_locations(duplicate: DuplicateObject, physical: bool, base: str) 
     return locations
 
 
+def _problem_location(problem: InputProblem, physical: bool, base: str) -> dict[str, Any]:
+    """The file (and line, column) of an input problem; standard input has no file to point at."""
+    location: dict[str, Any] = {}
+    if physical and problem.file and problem.file != STDIN_NAME:
+        location["physicalLocation"] = {"artifactLocation": artifact_location(problem.file, base)}
+        if problem.line:
+            region: dict[str, int] = {"startLine": problem.line}
+            if problem.column:
+                region["startColumn"] = problem.column
+            location["physicalLocation"]["region"] = region
+    return location
+
+
 def _rule_index(result: AuditResult) -> dict[str, int]:
     """Rule id -> index of its descriptor in `tool.driver.rules`."""
     rule_index: dict[str, int] = {}
@@ -232,18 +252,41 @@ def _physical(result: AuditResult) -> bool:
     return result.snapshot.mode in ("offline", "snapshot")
 
 
-def _execution_notifications(result: AuditResult, base: str) -> list[dict[str, Any]]:
-    """A rule that reached no verdict (an error, or a not-run: an error too under --require-complete),
-    and every object defined more than once in the input."""
+def _rule_notifications(result: AuditResult) -> list[dict[str, Any]]:
+    """A rule that reached no verdict (an error, or a not-run: an error too under --require-complete), and
+    one whose verdict is partial (a note, an error under --require-complete), with what it did not see."""
     execution: list[dict[str, Any]] = []
     for index, rule_result in enumerate(result.rules):
+        rule = (rule_result.id, index)
         if rule_result.status is RuleStatus.ERROR:
             execution.append(_notification("rule-error", "error", f"{rule_result.id}: error: {rule_result.reason}",
-                                           (rule_result.id, index)))
+                                           rule))
         elif rule_result.status is RuleStatus.NOT_RUN:
             level = "error" if result.require_complete else "warning"
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
-                                           (rule_result.id, index)))
+                                           rule))
+        elif rule_result.partial:
+            level = "error" if result.require_complete else "note"
+            unseen = "; ".join(str(u) for u in rule_result.unseen)
+            notification = _notification("rule-partial", level, f"{rule_result.id}: {rule_result.status.value} on "
+                                         f"part of the input; did not see {unseen}", rule)
+            notification["properties"] = {"didNotSee": [{"what": u.what, "reason": u.reason}
+                                                        for u in rule_result.unseen]}
+            execution.append(notification)
+    return execution
+
+
+def _execution_notifications(result: AuditResult, base: str) -> list[dict[str, Any]]:
+    """The rules without a full verdict, every file that could not be read, and every object defined more
+    than once in the input."""
+    execution = _rule_notifications(result)
+    for problem in result.input_problems:
+        notification = _notification("input-problem", "error", f"{problem}: none of its objects is audited")
+        location = _problem_location(problem, _physical(result), base)
+        if location:
+            notification["locations"] = [location]
+        notification["properties"] = {"code": problem.code.value}
+        execution.append(notification)
     for duplicate in result.duplicates:
         notification = _notification("duplicate-object", "warning",
                                      f"{duplicate.display} is defined {duplicate.count} times in the input")
@@ -319,6 +362,10 @@ def _run_properties(result: AuditResult) -> dict[str, Any]:
     snapshot = result.snapshot
     properties: dict[str, Any] = {"mode": snapshot.mode, "inputs": list(snapshot.inputs),
                                   "summary": summary_dict(result.summary()), "sources": sources_dict(result)}
+    if result.repository is not None:  # a GitOps tree: its clusters and how it was read, as in the JSON report
+        members = {member.name: member for member in result.fleet}
+        properties["clusters"] = [scope_dict(s, members.get(s.name)) for s in result.repository.scopes]
+        properties["repository"] = repository_dict(result.repository)
     baseline = result.baseline
     if baseline is not None:
         counts = baseline.counts()

@@ -27,7 +27,7 @@ name once took 67 s in a table layout that was quadratic in it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.baseline import UNCHANGED, Baseline
@@ -36,7 +36,9 @@ from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Verbosity
+from auditor.report import repository as tree_words
 from auditor.report.sources import ConfigSources
+from auditor.repository import RemarkKind
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
 # The severity of a failed finding, coloured; an excepted one is dimmed, severity and all.
@@ -75,8 +77,9 @@ class _Style:
 # With colour on, only plain SGR colour sequences (what `_Style` writes) pass.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_BUT_COLOUR = re.compile(r"\x1b(?!\[\d{1,2}m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]")
-# In one laid-out field, tabs and newlines would break the layout too.
-_CONTROL_IN_FIELD = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# In one laid-out field, tabs and newlines would break the layout too; and the Unicode bidirectional
+# embeddings, overrides and isolates would reorder what is shown (as auditor/sources/live/safe_text.py).
+_CONTROL_IN_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralize(text: str, colour: bool) -> str:
@@ -98,7 +101,12 @@ def elide(text: str, limit: int) -> str:
 
 def shown(text: str, limit: int) -> str:
     """An input-derived string as the report shows it: capped, then every control character escaped."""
-    return _CONTROL_IN_FIELD.sub(lambda match: f"\\x{ord(match.group()):02x}", elide(text, limit))
+    return _CONTROL_IN_FIELD.sub(_spelled, elide(text, limit))
+
+
+def _spelled(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def wrap(text: str, width: int, indent: str = "", hang: str | None = None) -> list[str]:
@@ -152,6 +160,7 @@ class _Row:
     message: str
     where: str
     exception: str  # "excepted by NAME (file:line): reason", or ""
+    namespace: str = ""  # "namespace media from apps/media/kustomization.yaml:3" (a GitOps build decided it)
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,7 @@ class _Context:
     sources: ConfigSources
     entries: dict[str, ExceptionUsage]  # exception entry name -> what became of it
     failing: frozenset[int]  # id() of each finding that fails the gate
+    grouped: bool = False  # findings under a heading per cluster (a GitOps tree): rows leave the cluster out
 
 
 def _status(finding: Finding, baseline: Baseline | None) -> tuple[str, str]:
@@ -181,8 +191,10 @@ def _row(finding: Finding, ctx: _Context) -> _Row:
         usage = ctx.entries.get(applied.name)
         where = f" ({ctx.sources.entry_location(usage.entry)})" if usage is not None else ""
         exception = f"excepted by {shown(applied.name, LINE_LIMIT)}{where}: {shown(applied.reason, REASON_LIMIT)}"
-    target = finding.object.display if not finding.cluster else f"{finding.cluster}: {finding.object.display}"
+    target = (finding.object.display if not finding.cluster or ctx.grouped
+              else f"{finding.cluster}: {finding.object.display}")
     severity = finding.severity.value if finding.severity else ""
+    origin = finding.namespace_from
     return _Row(
         status=status,
         colour=colour,
@@ -192,6 +204,7 @@ def _row(finding: Finding, ctx: _Context) -> _Row:
         message=shown(finding.message, MESSAGE_LIMIT),
         where=shown(str(finding.source), WHERE_LIMIT) if finding.source else "",
         exception=exception,
+        namespace=shown(origin.text, WHERE_LIMIT) if origin is not None and not origin.from_manifest else "",
     )
 
 
@@ -214,7 +227,7 @@ class _Columns:
         where = max(len(HEADERS[4]), *(len(row.where) for row in rows))
         fixed = len(TABLE_INDENT) + status + severity + target + where + 4 * len(COLUMN_GAP)
         room = width - fixed
-        texts = [f"{row.message} [{row.exception}]" if row.exception else row.message for row in rows]
+        texts = [_table_text(row) for row in rows]
         needed = max(len(HEADERS[3]), *(len(text) for text in texts))
         longest = max(_longest_word(text) for text in texts)
         if room < min(MIN_MESSAGE_WIDTH, needed) or room < longest:
@@ -235,11 +248,16 @@ def _table(rows: list[_Row], columns: _Columns, style: _Style) -> list[str]:
     lines = [line(HEADERS), line(("-" * status_w, "-" * severity_w, "-" * target_w, "-" * message_w,
                                   "-" * columns.widths[4]))]
     for row in rows:
-        text = f"{row.message} [{row.exception}]" if row.exception else row.message
-        message_lines = wrap(text, message_w)
+        message_lines = wrap(_table_text(row), message_w)
         lines.append(line((row.status, row.severity, row.target, message_lines[0], row.where), row))
         lines.extend(line(("", "", "", more, "")) for more in message_lines[1:])
     return lines
+
+
+def _table_text(row: _Row) -> str:
+    """The MESSAGE cell: the message, then the namespace's origin and the exception, when there are."""
+    text = f"{row.message} ({row.namespace})" if row.namespace else row.message
+    return f"{text} [{row.exception}]" if row.exception else text
 
 
 def _block(row: _Row, ctx: _Context) -> list[str]:
@@ -249,6 +267,8 @@ def _block(row: _Row, ctx: _Context) -> list[str]:
     _restyle(lines, f"  {row.status}  {row.severity}", f"  {status}  {severity}")
     if row.where:
         lines += wrap(f"at {row.where}", ctx.width, "    ", "       ")
+    if row.namespace:
+        lines += wrap(row.namespace, ctx.width, "    ", "      ")
     lines += wrap(row.message, ctx.width, "    ")
     if row.exception:
         lines += wrap(row.exception, ctx.width, "    ")
@@ -278,11 +298,26 @@ def _heading(label: str, colour: str, rule_result: RuleResult, ctx: _Context) ->
                     f"{ctx.style(label, colour)} {ctx.style(rule_result.id, 'bold')}")
 
 
-def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
-    """One headed section per rule with findings to show, and the fix when some failed."""
+def _cluster_sections(result: AuditResult, ctx: _Context) -> list[str]:
+    """A GitOps tree's findings by cluster: a heading per audited scope, then its rules' sections."""
     tables = _tables_fit(result, ctx)
     lines: list[str] = []
-    for rule_result in result.rules:
+    assert result.repository is not None  # only called for a tree (tree_words.grouped)
+    for scope in result.repository.audited:
+        rules = [replace(r, findings=[f for f in r.findings if f.cluster == scope.name]) for r in result.rules]
+        findings = [f for r in rules for f in _shown_findings(r, ctx)]
+        if not findings and ctx.verbosity is Verbosity.QUIET:
+            continue  # quiet: only what fails the gate
+        heading = tree_words.scope_heading(scope, findings)
+        lines += [ctx.style(line, "bold") for line in wrap(shown(heading, LINE_LIMIT), ctx.width, "", "  ")]
+        lines += _rule_sections(rules, ctx, tables) if findings else ["  (no findings)", ""]
+    return lines
+
+
+def _rule_sections(rules: list[RuleResult], ctx: _Context, tables: bool) -> list[str]:
+    """One headed section per rule with findings to show, and the fix when some failed."""
+    lines: list[str] = []
+    for rule_result in rules:
         findings = _shown_findings(rule_result, ctx)
         if not findings:
             continue
@@ -290,6 +325,8 @@ def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
         # failed on one cluster and that errored on another has status `error`.
         failed = rule_result.failed_count > 0
         lines += _heading("FAILED" if failed else "EXCEPTED", "red" if failed else "yellow", rule_result, ctx)
+        if failed:
+            lines += _unseen_lines(rule_result, ctx)
         rows = [_row(finding, ctx) for finding in findings]
         columns = _Columns.fitting(rows, ctx.width) if tables else None
         if columns is not None:
@@ -306,7 +343,8 @@ def _rule_sections(result: AuditResult, ctx: _Context) -> list[str]:
 # --- the rest of the report ---------------------------------------------------------------
 
 
-def _target(result: AuditResult) -> str:
+def target_line(result: AuditResult) -> str:
+    """What was audited, for headings: the inputs, the cluster (server, version, fingerprint) or the fleet."""
     snapshot = result.snapshot
     target = ", ".join(shown(name, LINE_LIMIT) for name in snapshot.inputs) or "(no input)"
     if snapshot.cluster is not None and snapshot.mode == "live":
@@ -331,7 +369,8 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
     snapshot = result.snapshot
     ignored = f", {_plural(len(snapshot.ignored), 'document')} ignored" if snapshot.ignored else ""
     lines = [ctx.style(line, "bold") for line in
-             wrap(f"Audit of {_target(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+             wrap(f"Audit of {target_line(result)}: {_plural(len(snapshot), 'object')}{ignored}", ctx.width, "", "  ")]
+    lines += _tree_header(result, ctx)
     lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
     if ctx.verbosity is Verbosity.VERBOSE:
         for note in result.notes:
@@ -341,6 +380,36 @@ def _header(result: AuditResult, ctx: _Context) -> list[str]:
         lines += wrap(f"{_plural(len(result.notes), 'note')} about the posture (-v shows them)", ctx.width, "", "  ")
     lines.append("")
     return lines
+
+
+def _tree_header(result: AuditResult, ctx: _Context) -> list[str]:
+    """A GitOps tree: its clusters, what no cluster deploys, the namespace coverage (docs/input.md)."""
+    repository = result.repository
+    if repository is None:
+        return []
+    lines = wrap(shown(tree_words.clusters_sentence(repository), LINE_LIMIT), ctx.width, "", "  ")
+    unreached = tree_words.unreached_sentence(repository)
+    for item in [*tree_words.cluster_lines(repository), *([unreached] if unreached else [])]:
+        lines += wrap(shown(item, LINE_LIMIT), ctx.width, "  ", "      ")
+    lines += wrap(shown(tree_words.namespaces_sentence(repository), LINE_LIMIT), ctx.width, "", "  ")
+    notes = repository.remarks_of(RemarkKind.NOTE)
+    if notes and ctx.verbosity is not Verbosity.VERBOSE:
+        lines += wrap(f"{_plural(len(notes), 'note')} on how the tree was read (-v shows them)", ctx.width, "", "  ")
+    return lines
+
+
+def _tree_remarks(result: AuditResult, ctx: _Context) -> list[tuple[str, str]]:
+    """(label, text) of what the layout says: problems and warnings always, notes with -v."""
+    repository = result.repository
+    if repository is None:
+        return []
+    shown_kinds = [RemarkKind.PROBLEM, RemarkKind.WARNING]
+    if ctx.verbosity is Verbosity.VERBOSE:
+        shown_kinds.append(RemarkKind.NOTE)
+    return [(kind.value, shown(str(remark), LINE_LIMIT)) for kind in shown_kinds
+            for remark in repository.remarks_of(kind)
+            if not (repository.single_scope and kind is RemarkKind.WARNING and remark.source is None
+                    and remark.message.startswith("no cluster entry point found"))]
 
 
 def _labelled(label: str, colour: str, rest: str, ctx: _Context, indent: str = "", hang: str = "  ") -> list[str]:
@@ -367,11 +436,46 @@ def _verdicts(result: AuditResult, ctx: _Context) -> list[str]:
         return lines
     for rule_result in result.rules:
         if rule_result.status is RuleStatus.PASSED:
-            checked = f" ({len(rule_result.examined)} checked)" if rule_result.examined else ""
-            prefix = f"{rule_result.id}{checked}: "
-            title = first_line(rule_result.title, ctx.width - len("PASSED ") - len(prefix))
-            lines.append(f"{ctx.style('PASSED', 'green')} {prefix}{title}")
+            lines += _passed_lines(rule_result, ctx)
     return lines
+
+
+def _passed_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
+    """`PASSED id (N checked): title`, or `(nothing to check)`, `(partial, N checked)` and what it did not see."""
+    detail = "nothing to check" if rule_result.nothing_checked else f"{len(rule_result.examined)} checked"
+    if rule_result.partial:
+        detail = f"partial, {detail}"
+    prefix = f"{rule_result.id} ({detail}): "
+    title = first_line(rule_result.title, ctx.width - len("PASSED ") - len(prefix))
+    lines = [f"{ctx.style('PASSED', 'yellow' if rule_result.partial else 'green')} {prefix}{title}"]
+    if rule_result.nothing_checked and ctx.verbosity is Verbosity.VERBOSE:
+        lines += wrap(shown(rule_result.reason, LINE_LIMIT), ctx.width, "  ", "    ")
+    return lines + _unseen_lines(rule_result, ctx)
+
+
+def _unseen_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
+    """`did not see: what (why)`, after the verdict line of a partial rule: its verdict is on the rest."""
+    lines: list[str] = []
+    for unseen in rule_result.unseen:
+        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)})"
+        lines += _labelled("did not see:", "yellow", text, ctx, "  ", "    ")
+    return lines
+
+
+def _input_problem_lines(result: AuditResult, ctx: _Context) -> list[str]:
+    """Every file that could not be read, first: the verdicts below are on the rest of the input."""
+    problems = result.input_problems
+    if not problems:
+        return []
+    files = len({(problem.cluster, problem.file) for problem in problems})
+    their = "its" if files == 1 else "their"
+    heading = (f"INPUT PROBLEMS: {_plural(files, 'file')} could not be read; none of {their} objects is audited "
+               "(the run is incomplete: exit 3)")
+    lines = _restyle(wrap(heading, ctx.width, "", "  "), "INPUT PROBLEMS", ctx.style("INPUT PROBLEMS", "red"))
+    for problem in problems:
+        text = f"{shown(problem.where, WHERE_LIMIT)}: {shown(problem.message, MESSAGE_LIMIT)} [{problem.code}]"
+        lines += wrap(text, ctx.width, "  ", "    ")
+    return [*lines, ""]
 
 
 def first_line(text: str, width: int) -> str:
@@ -402,6 +506,7 @@ def _remarks(result: AuditResult, ctx: _Context) -> list[str]:
     if ctx.verbosity is Verbosity.QUIET:
         return []
     warnings = [_duplicate_remark(duplicate) for duplicate in result.duplicates]
+    tree_remarks = _tree_remarks(result, ctx)
     remarks = []
     for usage in result.exceptions:
         if not ctx.sources.reported(usage, ctx.verbosity is Verbosity.VERBOSE):
@@ -409,10 +514,11 @@ def _remarks(result: AuditResult, ctx: _Context) -> list[str]:
         remark = (ctx.sources.unused_remark(usage) if usage.status is EntryStatus.UNUSED
                   else ctx.sources.expired_remark(usage))
         remarks.append(shown(remark, LINE_LIMIT))
-    if not warnings and not remarks:
+    if not warnings and not remarks and not tree_remarks:
         return []
     lines = [""]
-    for text, label in [*((w, "warning") for w in warnings), *((r, "note") for r in remarks)]:
+    for text, label in [*((t, k) for k, t in tree_remarks), *((w, "warning") for w in warnings),
+                        *((r, "note") for r in remarks)]:
         lines += [ctx.style(line, "yellow") for line in wrap(f"{label}: {text}", ctx.width, "", "  ")]
     return lines
 
@@ -449,8 +555,12 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
         _plural(summary.rules_passed, "rule") + " passed",
         _plural(summary.rules_not_run, "rule") + " not run",
     ]
+    if summary.rules_partial:
+        parts.insert(3, f"{summary.rules_partial} partial")
     if summary.rules_error:
         parts.append(_plural(summary.rules_error, "rule") + " in error")
+    if summary.input_problems:
+        parts.append(_plural(summary.input_problems, "input problem"))
     lines = [""]
     if ctx.verbosity is Verbosity.QUIET:
         lines += wrap(ctx.sources.sentence(), ctx.width, "", "  ")
@@ -459,16 +569,31 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     return [*lines, *(ctx.style(line, colour) for line in wrap(text, ctx.width, "", "  "))]
 
 
+def incomplete_because(result: AuditResult) -> str:
+    """Why the run is incomplete (exit 3), as the verdict says it."""
+    why = []
+    if result.input_problems:
+        why.append(f"{_plural(len(result.input_problems), 'input problem')}: files not audited")
+    statuses = (RuleStatus.ERROR, RuleStatus.NOT_RUN) if result.require_complete else (RuleStatus.ERROR,)
+    if any(r.status in statuses for r in result.rules):
+        why.append("some rules could not reach a verdict")
+    if result.require_complete and result.partial_count:
+        why.append("some rules saw only part of what they judge")
+    return "; ".join(why)
+
+
 def _verdict(result: AuditResult) -> tuple[str, str]:
     if result.incomplete_gate:
-        return "Verdict: INCOMPLETE (some rules could not reach a verdict; exit 3)", "red"
+        return f"Verdict: INCOMPLETE ({incomplete_because(result)}; exit 3)", "red"
     new = "new " if result.baseline is not None else ""
     if result.failing:
         failing = _plural(len(result.failing), new + "finding")
         return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
     if not result.complete:
-        return ("Verdict: PASS on what could be checked (some rules did not run; --require-complete makes that fail)",
-                "yellow")
+        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else ""
+        if result.partial_count:
+            what = f"{what} and some saw only part of the input" if what else "some rules saw only part of the input"
+        return f"Verdict: PASS on what could be checked ({what}; --require-complete makes that fail)", "yellow"
     return "Verdict: PASS", "green"
 
 
@@ -482,10 +607,14 @@ def render(result: AuditResult, color: bool = False, width: int = DEFAULT_WIDTH,
         sources=ConfigSources.of(result),
         entries={usage.entry.name: usage for usage in result.exceptions},
         failing=frozenset(id(finding) for finding in result.failing),
+        grouped=tree_words.grouped(result),
     )
+    sections = (_cluster_sections(result, ctx) if ctx.grouped
+                else _rule_sections(result.rules, ctx, _tables_fit(result, ctx)))
     lines = [
         *_header(result, ctx),
-        *_rule_sections(result, ctx),
+        *_input_problem_lines(result, ctx),
+        *sections,
         *_verdicts(result, ctx),
         *_remarks(result, ctx),
         *(_baseline_lines(result.baseline, ctx) if result.baseline is not None else []),

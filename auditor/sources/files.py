@@ -17,10 +17,10 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO, NoReturn, Protocol
 
 from auditor.errors import InputError
-from auditor.model import IgnoredDocument, K8sObject, Source
+from auditor.model import IgnoredDocument, InputProblem, K8sObject, ProblemCode, Source
 from auditor.parsing.json_docs import (
     DEFAULT_MAX_JSON_NODES,
     JSONInputError,
@@ -38,6 +38,8 @@ from auditor.snapshot import Snapshot
 from auditor.sources import snapshot_header
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# Files up to this size are handed to a `ReadObserver` with their bytes (GitOps files are a few KB).
+OBSERVED_BYTES = 8 * 1024 * 1024
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
@@ -71,7 +73,28 @@ class _Collected:
 # --- finding the files ------------------------------------------------------
 
 
-def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, IgnoredDocument | None]]:
+# What the walk yields beside each path: None for a manifest file to read, why a folder is skipped,
+# or why a folder below the root cannot be read (a problem of that folder; the root itself stops the run).
+_Walked = IgnoredDocument | InputError | None
+
+
+class ReadObserver(Protocol):
+    """Sees what the reader walks and parses, so a caller can reuse it (one walk, one parse).
+
+    The GitOps layout (auditor.sources.gitops.collect) is built from it: the
+    folders with their entries, and each file read whole with its documents.
+    A file that fails is never passed to `file`.
+    """
+
+    def folder(self, path: str, files: list[str], subdirs: list[str]) -> None:
+        """A folder entered: its regular (non-hidden) file names and the sub-folders walked."""
+
+    def file(self, path: str, data: bytes, documents: list[_Document]) -> None:
+        """A file read without error: its bytes and every document parsed from them."""
+
+
+def _walk_directory(root: str, limits: ReadLimits,
+                    observer: ReadObserver | None = None) -> Iterator[tuple[str, _Walked]]:
     """Manifest files below `root`, sorted, skipping hidden folders and chart templates.
 
     Symbolic links are followed, but a folder is entered once: a link loop
@@ -91,9 +114,15 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, Ignore
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as error:
-            raise InputError(f"{directory}: cannot read folder: {error.strerror or error}") from None
+            unreadable = InputError.at(directory, None, f"cannot read folder: {error.strerror or error}",
+                                       ProblemCode.UNREADABLE)
+            if directory == root:
+                raise unreadable from None
+            yield directory, unreadable
+            continue
         names = {entry.name for entry in entries}
         subdirs: list[str] = []
+        file_names: list[str] = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
@@ -114,11 +143,15 @@ def _walk_directory(root: str, limits: ReadLimits) -> Iterator[tuple[str, Ignore
                     yield path, IgnoredDocument(Source(path), "Ansible role templates (Jinja: render them first)")
                     continue
                 subdirs.append(path)
-            elif entry.name.endswith(MANIFEST_SUFFIXES):
+                continue
+            file_names.append(entry.name)
+            if entry.name.endswith(MANIFEST_SUFFIXES):
                 count += 1
                 if count > limits.max_files:
                     raise InputError(f"{root}: more than {limits.max_files:,} manifest files (see --max-files)")
                 yield path, None
+        if observer is not None:
+            observer.folder(directory, file_names, [os.path.basename(d) for d in subdirs])
         stack.extend(reversed(subdirs))
 
 
@@ -154,7 +187,8 @@ def _read_bytes(stream: BinaryIO, name: str, limit: int) -> bytes:
             size += len(chunk)
         data = b"".join(chunks)
     if len(data) > limit:
-        raise InputError(f"{name}: larger than the {limit:,}-byte limit (see --max-file-bytes)")
+        raise InputError.at(name, None, f"larger than the {limit:,}-byte limit (see --max-file-bytes)",
+                            ProblemCode.TOO_LARGE)
     return data
 
 
@@ -175,25 +209,26 @@ def _read_file(path: str, limits: ReadLimits, explicit: bool = True) -> bytes:
         with open(os.open(path, flags), "rb") as stream:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
-                raise InputError(f"{path}: is a folder")
+                raise InputError.at(path, None, "is a folder", ProblemCode.UNREADABLE)
             if not explicit and not stat.S_ISREG(info.st_mode):
-                raise InputError(f"{path}: {_file_type(info.st_mode)}, not a regular file "
-                                 "(only regular files are read in a folder)")
+                raise InputError.at(path, None, f"{_file_type(info.st_mode)}, not a regular file "
+                                    "(only regular files are read in a folder)", ProblemCode.UNREADABLE)
             if stat.S_ISREG(info.st_mode) and info.st_size > limits.max_file_bytes:
-                raise InputError(
-                    f"{path}: {info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit "
-                    "(see --max-file-bytes)"
+                raise InputError.at(
+                    path, None, f"{info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit "
+                    "(see --max-file-bytes)", ProblemCode.TOO_LARGE,
                 )
             return _read_bytes(stream, path, limits.max_file_bytes)
     except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise InputError.at(path, None, f"cannot read: {error.strerror or error}", ProblemCode.UNREADABLE) from None
 
 
 def _refuse_binary(data: bytes, name: str) -> NoReturn:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # What Windows PowerShell's `>` writes: say so rather than "binary".
-        raise InputError(f"{name}: UTF-16 text, not UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)")
-    raise InputError(f"{name}: binary file (contains NUL bytes), not YAML or JSON")
+        raise InputError.at(name, None, "UTF-16 text, not UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)",
+                            ProblemCode.NOT_TEXT)
+    raise InputError.at(name, None, "binary file (contains NUL bytes), not YAML or JSON", ProblemCode.NOT_TEXT)
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -204,7 +239,7 @@ def _decode(data: bytes, name: str) -> str:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         problem = f"not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
-        raise InputError.at(name, line, problem) from None
+        raise InputError.at(name, line, problem, ProblemCode.NOT_TEXT) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -228,6 +263,22 @@ class _Document:
     problems: list[YAMLProblem] = field(default_factory=list)
 
 
+# How the parsers' messages begin (docs/input.md, "Error messages") for the defects that have their own code.
+_DUPLICATE_KEY_MESSAGES = ("duplicate key", "duplicate merge key", "merge key overrides")
+# The limits of docs/input.md ("Limits"): alias expansion, the node and value budgets, nesting, integer size.
+_LIMIT_MARKS = ("aliases expand", "-node limit", "-value limit", "nested too deeply", "maximum nesting depth",
+                "integer too large")
+
+
+def parse_error_code(problem: str, language: str) -> ProblemCode:
+    """The code of a problem the YAML or JSON reader found (`language`: "yaml" or "json")."""
+    if problem.startswith(_DUPLICATE_KEY_MESSAGES):
+        return ProblemCode.DUPLICATE_KEY
+    if any(mark in problem for mark in _LIMIT_MARKS):
+        return ProblemCode.TOO_LARGE
+    return ProblemCode.INVALID_JSON if language == "json" else ProblemCode.INVALID_YAML
+
+
 def _json_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
     raw = holder.pop()  # the only reference now: freed as soon as this is done with it
     if b"\x00" in raw:
@@ -245,7 +296,7 @@ def _json_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Itera
         else:
             del raw
     except JSONInputError as error:
-        raise InputError.at(name, error.line, error.problem) from None
+        raise InputError.at(name, error.line, error.problem, parse_error_code(error.problem, "json")) from None
     yield _Document(document.data, document.line, document.item_lines, document.item_columns)
 
 
@@ -257,7 +308,7 @@ def _yaml_documents(name: str, holder: list[bytes], limits: ReadLimits) -> Itera
             columns = document.item_columns if len(set(document.item_lines)) != len(document.item_lines) else []
             yield _Document(document.data, document.line, document.item_lines, columns, document.problems)
     except YAMLInputError as error:
-        raise InputError.at(name, error.line, error.problem) from None
+        raise InputError.at(name, error.line, error.problem, parse_error_code(error.problem, "yaml")) from None
 
 
 def _documents(name: str, holder: list[bytes], limits: ReadLimits) -> Iterator[_Document]:
@@ -340,8 +391,11 @@ def _add_document(out: _Collected, name: str, document: _Document, header_allowe
         if _is_manifest(data):
             # Broken manifests stay an error of the run for now; the seam for
             # listing them as input problems instead is `on_file_error`.
-            detail = " in a Kubernetes manifest (kubectl would send the bare value)" if first.kind == "tag" else ""
-            raise InputError.at(name, first.line, first.problem + detail)
+            if first.kind == "tag":
+                detail, code = " in a Kubernetes manifest (kubectl would send the bare value)", ProblemCode.LOCAL_TAG
+            else:
+                detail, code = "", parse_error_code(first.problem, "yaml")
+            raise InputError.at(name, first.line, first.problem + detail, code)
         # A tool's config file (recyclarr, mkdocs, Taskfile) with its own tags: never a Kubernetes object.
         reason = f"not a Kubernetes manifest: {first.problem} at line {first.line}"
         out.ignored.append(IgnoredDocument(Source(name, line), reason))
@@ -374,17 +428,26 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
         _add_object(out, item, name, item_line, column, "list item is not a Kubernetes object")
 
 
-def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool) -> _Collected:
+def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool,
+              observer: ReadObserver | None = None) -> _Collected:
     """Everything one file holds, or `InputError`: a broken file never contributes half its objects."""
     out = _Collected()
     # The bytes are handed over in a holder the parser empties: no other
     # reference keeps them (or the decoded text) alive while objects are built.
     holder = [read()]
+    # An observer keeps them (and the documents) on purpose: it reuses this parse. Not the bytes of
+    # a large file (a dump in a folder): those must be freed before its objects are built.
+    seen: list[_Document] | None = [] if observer is not None else None
+    data = holder[0] if seen is not None and len(holder[0]) <= OBSERVED_BYTES else b""
     found = False
     for document in _documents(name, holder, limits):
         found = True
+        if seen is not None:
+            seen.append(document)
         # Only a snapshot given as the input itself is a snapshot; one found in a folder is a List.
         _add_document(out, name, document, header_allowed=explicit)
+    if observer is not None and seen is not None:
+        observer.file(name, data, seen)
     if not found:
         if explicit:
             raise InputError(f"{name}: empty (no YAML or JSON document)")
@@ -392,13 +455,14 @@ def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit
     return out
 
 
-def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, bool, IgnoredDocument | None]]:
+def _expand(paths: Iterable[str], limits: ReadLimits,
+            observer: ReadObserver | None = None) -> Iterator[tuple[str, bool, _Walked]]:
     for path in paths:
         if path == STDIN:
             yield STDIN, True, None
         elif os.path.isdir(path):
-            for file_path, skipped in _walk_directory(path, limits):
-                yield file_path, False, skipped
+            for file_path, walked in _walk_directory(path, limits, observer):
+                yield file_path, False, walked
         elif os.path.exists(path) or os.path.islink(path):
             yield path, True, None
         else:
@@ -411,21 +475,77 @@ def _expand(paths: Iterable[str], limits: ReadLimits) -> Iterator[tuple[str, boo
             raise InputError(f"{path}: no such file or folder")  # pragma: no cover - vanished meanwhile
 
 
+def input_problem(path: str, error: InputError) -> InputProblem:
+    """The input problem of the file at `path` that `error` says cannot be read."""
+    problem = error.problem if error.problem is not None else error.message.removeprefix(f"{path}: ")
+    code = ProblemCode(error.code) if error.code is not None else ProblemCode.INVALID_YAML
+    return InputProblem(file=error.path or path, message=problem, code=code, line=error.line)
+
+
+FileErrorHandler = Callable[[str, InputError], None]
+
+
+def _read_path(path: str, explicit: bool, limits: ReadLimits, stdin: BinaryIO | None,
+               observer: ReadObserver | None = None) -> _Collected:
+    if path == STDIN:
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        read = functools.partial(_read_bytes, stream, STDIN_NAME, limits.max_file_bytes)
+        return _read_one(STDIN_NAME, read, limits, True)
+    return _read_one(path, functools.partial(_read_file, path, limits, explicit), limits, explicit,
+                     None if explicit else observer)
+
+
+def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
+              on_file_error: FileErrorHandler | None, observer: ReadObserver | None = None) -> _Collected:
+    out = _Collected()
+    for path, explicit, walked in _expand(paths, limits, observer):
+        if isinstance(walked, IgnoredDocument):
+            out.ignored.append(walked)
+            continue
+        try:
+            if walked is not None:  # a folder below a folder argument that cannot be read
+                raise walked
+            found = _read_path(path, explicit, limits, stdin, observer)
+        except InputError as error:
+            # The one seam for per-file problems: a caller that lists them
+            # instead of stopping passes `on_file_error`. A path named on
+            # the command line that is itself broken always stops the run.
+            if on_file_error is None or explicit:
+                raise
+            on_file_error(path, error)
+            continue
+        out.merge(found)
+    return out
+
+
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
-               allow_no_objects: bool = False,
-               on_file_error: Callable[[str, InputError], None] | None = None,
-               freeze: bool = False) -> Snapshot:
+               allow_no_objects: bool = False, on_file_error: FileErrorHandler | None = None,
+               input_problems: bool = False, freeze: bool = False, observer: ReadObserver | None = None) -> Snapshot:
     """Read every path into one snapshot, or raise `InputError` naming what is wrong.
 
+    A file found in a folder that cannot be read stops the read, unless
+    `on_file_error` takes it, or `input_problems`: then it is an input problem
+    of the snapshot (`Snapshot.input_problems`), none of its objects is used,
+    and every other file is read. A path named in `paths` that is itself
+    broken always stops the read.
+
     Input without any Kubernetes object is an error (a mistyped path, a Helm
-    values file) unless `allow_no_objects`: a pre-commit run on a commit that
-    touches only non-Kubernetes YAML has nothing to audit, and says so.
+    values file) unless `allow_no_objects`, or input problems explain it: a
+    pre-commit run on a commit that touches only non-Kubernetes YAML has
+    nothing to audit, and says so. `observer` sees the folders' files read.
     """
     if not paths:
         raise InputError("no input given (a file, a folder, or - for standard input)")
     if paths.count(STDIN) > 1:
         raise InputError("standard input (-) can be read only once")
-    out = _Collected()
+    problems: list[InputProblem] = []
+
+    def handle(path: str, error: InputError) -> None:
+        if input_problems:
+            problems.append(input_problem(path, error))
+        if on_file_error is not None:
+            on_file_error(path, error)
+
     # Parsing builds millions of dicts and lists and creates no reference
     # cycles: the cyclic collector would spend more than half the read
     # traversing them (issue 15), so it is off while reading. With `freeze`
@@ -436,37 +556,26 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for path, explicit, skipped in _expand(paths, limits):
-            if skipped is not None:
-                out.ignored.append(skipped)
-                continue
-            try:
-                if path == STDIN:
-                    stream = stdin if stdin is not None else sys.stdin.buffer
-                    read = functools.partial(_read_bytes, stream, STDIN_NAME, limits.max_file_bytes)
-                    found = _read_one(STDIN_NAME, read, limits, True)
-                else:
-                    found = _read_one(path, functools.partial(_read_file, path, limits, explicit), limits, explicit)
-            except InputError as error:
-                # The one seam for per-file problems: a caller that lists them
-                # instead of stopping passes `on_file_error`. A path named on
-                # the command line that is itself broken always stops the run.
-                if on_file_error is None or explicit:
-                    raise
-                on_file_error(path, error)
-                continue
-            out.merge(found)
+        out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None, observer)
     finally:
         if collecting:
             if freeze:
                 gc.freeze()
             gc.enable()
+    return _snapshot(paths, out, problems, allow_no_objects)
+
+
+def _snapshot(paths: list[str], out: _Collected, problems: list[InputProblem], allow_no_objects: bool) -> Snapshot:
     inputs = [STDIN_NAME if p == STDIN else p for p in paths]
-    if not out.objects and out.header is None and not allow_no_objects:  # an empty snapshot is a valid one
+    if not out.objects and out.header is None and not allow_no_objects and not problems:
+        # (an empty snapshot is a valid one; so is input whose objects were all in broken files: the report lists them)
         detail = f" ({len(out.ignored)} documents ignored: not Kubernetes objects)" if out.ignored else ""
         raise InputError(f"{', '.join(inputs)}: no Kubernetes objects found{detail}")
     if out.header is not None:
         if len(paths) > 1:
             raise InputError(f"{out.header.path}: a snapshot must be audited on its own, not with other input")
         return out.header.snapshot(out.objects, inputs=inputs, ignored=out.ignored)
-    return Snapshot.build(out.objects, mode="offline", inputs=inputs, ignored=out.ignored)
+    problems.sort(key=lambda problem: problem.sort_key)
+    trees = [path for path in paths if path != STDIN and os.path.isdir(path)]
+    return Snapshot.build(out.objects, mode="offline", inputs=inputs, ignored=out.ignored, input_problems=problems,
+                          trees=trees)

@@ -70,6 +70,7 @@ class KprMissingApiEndpoint(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         if not ctx.setting_enabled(KPR_KEY, unknown_because="cannot tell whether kube-proxy is replaced"):
+            ctx.examined_configuration(ctx.concrete_setting(KPR_KEY))  # judged: replacement off
             return  # kube-proxy still serves the kubernetes Service: nothing to check
         agent = ctx.cilium_agent
         if agent is not None:

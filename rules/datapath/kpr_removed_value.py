@@ -69,7 +69,10 @@ class KprRemovedValue(Rule):
         ctx.setting(KEY, unknown_because="cannot read kube-proxy-replacement")
         version, version_why = ctx.target_cilium_version()
         # Every source that sets it, not only the winner: a stale HelmRelease breaks the next sync.
-        for setting in ctx.setting_sources(KEY):
+        sources = ctx.setting_sources(KEY)
+        if not sources:
+            ctx.examined_configuration()  # judged: not set, Cilium's default
+        for setting in sources:
             if setting.ref is not None:
                 ctx.examined(setting.ref)
             if setting.concrete:

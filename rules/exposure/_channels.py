@@ -40,7 +40,8 @@ def judge(rule: Rule, ctx: RuleContext, describe: Callable[[exposure.Subject, li
     """Findings about the subjects of the rule's ways in that the posture does not sanction.
 
     `needs`: (kind, what it stands for) that must be known for "none" to be a
-    verdict; when one is not and nothing is reported, the rule is not-run.
+    verdict; when one is not and nothing is reported, the rule is not-run;
+    when the rule reports drift all the same, it did not see them (partial).
     """
     entrances = ctx.exposures.for_rule(rule.id)
     grouped = subjects(entrances)
@@ -50,10 +51,11 @@ def judge(rule: Rule, ctx: RuleContext, describe: Callable[[exposure.Subject, li
         unsanctioned = [e for e in found if exposure.sanction(e, ctx.posture) is None]
         if unsanctioned:
             drift[subject] = unsanctioned
-    if not drift:
-        missing = [what for gk, what in needs if not ctx.known(gk)]
-        if missing:
-            raise NotRun(f"the input holds no {' and no '.join(missing)}")
+    missing = [what for gk, what in needs if not ctx.known(gk)]
+    if missing and not drift:
+        raise NotRun(f"the input holds no {' and no '.join(missing)}")
+    for what in missing:
+        ctx.did_not_see(what, f"the input holds no {what}")
     for subject, found in drift.items():
         yield rule.finding_about(subject, describe(subject, found))
 

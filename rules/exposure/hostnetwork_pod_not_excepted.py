@@ -39,6 +39,7 @@ class HostNetworkPodNotExcepted(Rule):
     id = "hostnetwork-pod-not-excepted"
     severity = Severity.ERROR
     title = "Ports served in the host network outside the posture (hostNetwork workloads, hostNetwork Gateways)"
+    nothing_to_check = "hostNetwork workload declaring ports, and no Gateway in hostNetwork mode"
     rationale_fact = (
         "A pod with hostNetwork: true shares the node's network namespace: whatever it listens on is "
         "reachable on the node's addresses (containerPort is informational there, and hostPort must "

@@ -32,6 +32,7 @@ class HostPortNotExcepted(Rule):
     id = "hostport-not-excepted"
     severity = Severity.ERROR
     title = "Container hostPort not sanctioned by the posture or the exception list"
+    nothing_to_check = "container hostPort"
     rationale_fact = (
         "A container port with hostPort is served on the node's own addresses (without hostIP, on "
         "every address Cilium uses for NodePort, and on 127.0.0.1): with kube-proxy replacement Cilium's "

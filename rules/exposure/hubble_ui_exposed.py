@@ -51,6 +51,7 @@ class HubbleUiExposed(Rule):
     id = "hubble-ui-exposed"
     severity = Severity.ERROR
     title = "Hubble UI reachable from outside the cluster"
+    nothing_to_check = "Hubble UI Service, nor a route or Ingress to one"
     rationale_fact = (
         "Hubble UI shows the network flows Hubble observes across the cluster: which workload talks to "
         "which, on which ports, with the policy verdicts. The Cilium chart renders Service hubble-ui "

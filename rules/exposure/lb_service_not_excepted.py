@@ -41,6 +41,10 @@ class LbServiceNotExcepted(Rule):
     id = "lb-service-not-excepted"
     severity = Severity.ERROR
     title = "LoadBalancer Service not on the exception list"
+    nothing_to_check = (
+        "LoadBalancer Service (a Service object, one Helm values declare, or one a Gateway "
+        "controller makes)"
+    )
     rationale_fact = (
         "A Service of type LoadBalancer takes an address from an LB-IPAM pool (LB-IPAM is always on, "
         "dormant until the first pool) and, once an L2 announcement policy or a BGP advertisement "

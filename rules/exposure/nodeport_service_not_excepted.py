@@ -32,6 +32,10 @@ class NodePortServiceNotExcepted(Rule):
     id = "nodeport-service-not-excepted"
     severity = Severity.ERROR
     title = "NodePort Service not on the exception list"
+    nothing_to_check = (
+        "NodePort (a NodePort or LoadBalancer Service, in the input, in Helm values or made by "
+        "a Gateway controller)"
+    )
     rationale_fact = (
         "With kube-proxy replacement, Cilium's eBPF load balancer answers a NodePort Service on every "
         "node address, so the Service is reachable on each node's IP, outside any Gateway, its TLS "

@@ -28,6 +28,7 @@ class ServiceExternalIps(Rule):
     id = "service-external-ips"
     severity = Severity.ERROR
     title = "Service with spec.externalIPs"
+    nothing_to_check = "Service"
     rationale_fact = (
         "With kube-proxy replacement, Cilium's eBPF load balancer serves a Service's spec.externalIPs "
         "on the nodes (since 1.18 the external-IPs feature is always on under "

@@ -42,6 +42,7 @@ class GatewayApiCrdBundle(Rule):
     id = "gateway-api-crd-bundle"
     severity = Severity.ERROR
     title = "Gateway API CRDs not from the bundle the Cilium version line supports"
+    nothing_to_check = "Gateway API CRD (gateway.networking.k8s.io)"
     rationale_fact = (
         "Cilium's Gateway API controller is built against one Gateway API release: Cilium 1.19 targets "
         "v1.4.0. A newer bundle can break it: Gateway API v1.5 promoted TLSRoute to v1 and stopped "

@@ -12,6 +12,7 @@ class GatewayApiDisabled(Rule):
     id = "gateway-api-disabled"
     severity = Severity.ERROR
     title = "Gateway objects while Cilium's Gateway API support is disabled"
+    nothing_to_check = "Gateway meant for Cilium"
     rationale_fact = (
         "Cilium serves Gateways only when its Gateway API support is on: Helm gatewayAPI.enabled=true "
         "renders enable-gateway-api: \"true\" into cilium-config (Cilium 1.13+; the Helm default is "

@@ -12,6 +12,7 @@ class GatewayClassNotCilium(Rule):
     id = "gateway-class-not-cilium"
     severity = Severity.ERROR
     title = "Gateway whose GatewayClass is missing or not Cilium's"
+    nothing_to_check = "Gateway"
     rationale_fact = (
         "A Gateway is programmed only by the controller its GatewayClass names in controllerName; "
         "Cilium's Gateway API implementation is io.cilium/gateway-controller (Cilium 1.13+), and the "

@@ -62,6 +62,7 @@ class GatewayHostNetworkMismatch(Rule):
         if enable is None:
             ctx.require_settings(unknown_because=WHAT)
         if enable is None or not enable.as_bool():
+            ctx.examined_configuration(enable)  # judged: off
             return  # Cilium serves no Gateway: its mode is moot (gateway-api-disabled covers Gateways left over)
         configured = configured_host_network(ctx)
         if configured is None:

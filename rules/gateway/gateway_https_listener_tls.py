@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from auditor.api import (
@@ -50,6 +51,7 @@ class GatewayHttpsListenerTls(Rule):
     id = "gateway-https-listener-tls"
     severity = Severity.ERROR
     title = "HTTPS Gateway listener without TLS termination or without its certificate"
+    nothing_to_check = "HTTPS or TLS listener"
     rationale_fact = (
         "In Gateway API an HTTPS listener requires a tls block; mode Terminate (the default) requires "
         "at least one certificateRef, and Passthrough is meant for TLS listeners, not HTTPS. A listener "
@@ -94,87 +96,118 @@ class GatewayHttpsListenerTls(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        authoritative = _secret_listing_authoritative(snapshot)
-        issued = _certificate_secrets(snapshot)
+        checker = ListenerTlsChecker(snapshot)
         findings: list[Finding] = []
         unverified: list[str] = []
+        verified = 0  # HTTPS listeners judged in full
         for gateway in snapshot.of_kind(kinds.GATEWAY):
             ctx.examined(gateway)
-            issuer = cert_manager_issuer(gateway)
             for index, listener in listeners(gateway):
-                if as_str(listener.get("protocol")).upper() != "HTTPS":
+                verdict = checker.check(gateway, index, listener)
+                if verdict is None:
                     continue
-                label = listener_label(listener, index)
-                problem, refs = self._listener_problem(listener)
-                if problem:
-                    findings.append(self.finding(gateway, f"listener {label}: {problem}"))
-                    continue
-                for ref in refs:
-                    missing = self._missing_secret(snapshot, gateway, listener, ref, issuer, issued, authoritative)
-                    if missing is None:
-                        continue
-                    text, verified = missing
-                    if verified:
-                        findings.append(self.finding(gateway, f"listener {label}: {text}"))
-                    else:
-                        unverified.append(f"{gateway.ref.display} listener {label}: {text}")
-        if not findings and unverified:
+                findings += [self.finding(gateway, f"listener {verdict.label}: {text}") for text in verdict.problems]
+                unverified += [f"{gateway.ref.display} listener {verdict.label}: {text}" for text in verdict.unverified]
+                verified += not verdict.unverified
+        if unverified and not findings and not verified:
             raise NotRun(
                 "Secrets are not listed by offline input, so these certificate Secrets cannot be checked "
                 f"(no cert-manager annotation or Certificate creates them): {'; '.join(unverified[:5])}"
                 + (f"; and {len(unverified) - 5} more" if len(unverified) > 5 else "")
             )
+        for text in unverified:  # the verdict is on the other listeners
+            ctx.did_not_see(f"the certificate Secret of {text.split(': ', 1)[0]}",
+                            f"{text.split(': ', 1)[1]}; Secrets are not listed by offline input")
         yield from findings
 
-    @staticmethod
-    def _listener_problem(listener: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
-        tls = listener.get("tls")
-        if not isinstance(tls, dict):
-            return "no tls block: an HTTPS listener must terminate TLS (tls.mode Terminate with certificateRefs)", []
-        mode = tls.get("mode", TERMINATE)
-        if mode != TERMINATE:
-            return f"tls.mode is {mode!r}: an HTTPS listener terminates TLS at the Gateway (mode Terminate)", []
-        refs = [ref for ref in as_list(tls.get("certificateRefs")) if isinstance(ref, dict)]
-        if not refs:
-            return "tls.mode Terminate without certificateRefs: the listener has no certificate to serve", []
-        return None, refs
 
-    @staticmethod
-    def _missing_secret(
-        snapshot: Snapshot,
-        gateway: K8sObject,
-        listener: dict[str, Any],
-        ref: dict[str, Any],
-        issuer: str | None,
-        issued: set[tuple[str | None, str]],
-        authoritative: bool,
-    ) -> tuple[str, bool] | None:
-        """Why the referenced Secret may be missing, and whether that is verified; None when it is fine."""
-        kind = as_str(ref.get("kind"), "Secret") or "Secret"
-        group = as_str(ref.get("group"), "")
-        if kind != "Secret" or group not in ("", "core"):
-            return None  # implementation-specific certificate kinds: not judged here
-        name = ref.get("name")
-        if not isinstance(name, str) or not name:
-            return "a certificateRef has no name", True
-        namespace = as_str(ref.get("namespace")) or gateway.namespace
-        where = f"{namespace}/{name}" if namespace else name
-        if snapshot.get(kinds.SECRET, namespace, name) is not None:
+@dataclass(frozen=True)
+class ListenerTls:
+    """What the rule finds about one HTTPS listener (`audit trace` shows it as the certificate hop)."""
+
+    label: str  # `websecure (HTTPS:443)`
+    problems: tuple[str, ...]  # verified: each is a finding
+    unverified: tuple[str, ...]  # what the input cannot confirm (a Secret offline input does not list)
+    secrets: tuple[str, ...]  # `namespace/name` of every certificate Secret it names
+
+
+class ListenerTlsChecker:
+    """The rule's judgement of HTTPS listeners, for one snapshot (the rule and `audit trace` share it)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.authoritative = _secret_listing_authoritative(snapshot)
+        self.issued = _certificate_secrets(snapshot)
+
+    def check(self, gateway: K8sObject, index: int, listener: dict[str, Any]) -> ListenerTls | None:
+        """The verdict on `listener` (position `index` of `gateway`), None when it is not HTTPS."""
+        if as_str(listener.get("protocol")).upper() != "HTTPS":
             return None
-        if (namespace, name) in issued:
-            return None
-        if issuer is not None:
-            skipped = []
-            if not as_str(listener.get("hostname")):
-                skipped.append("the listener has no hostname")
-            if namespace != gateway.namespace:
-                skipped.append("the Secret is in another namespace")
-            if not skipped:
-                return None  # cert-manager's gateway-shim creates it
-            text = f"Secret {where} is not present and {issuer} will not create it ({'; '.join(skipped)})"
-        else:
-            text = f"Secret {where} is not present and no cert-manager annotation or Certificate creates it"
-        if is_placeholder(name):
-            # A Flux substitution: the real name is not in the input.
-            return f"Secret name {where} is a substitution the input does not resolve", False
-        return text, authoritative
+        label = listener_label(listener, index)
+        problem, refs = _listener_problem(listener)
+        if problem:
+            return ListenerTls(label, (problem,), (), ())
+        issuer = cert_manager_issuer(gateway)
+        problems: list[str] = []
+        unverified: list[str] = []
+        secrets = []
+        for ref in refs:
+            namespace = as_str(ref.get("namespace")) or gateway.namespace
+            secrets.append(f"{namespace}/{as_str(ref.get('name'))}" if namespace else as_str(ref.get("name")))
+            missing = _missing_secret(self.snapshot, gateway, listener, ref, issuer, self.issued, self.authoritative)
+            if missing is not None:
+                (problems if missing[1] else unverified).append(missing[0])
+        return ListenerTls(label, tuple(problems), tuple(unverified), tuple(secrets))
+
+
+def _listener_problem(listener: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    tls = listener.get("tls")
+    if not isinstance(tls, dict):
+        return "no tls block: an HTTPS listener must terminate TLS (tls.mode Terminate with certificateRefs)", []
+    mode = tls.get("mode", TERMINATE)
+    if mode != TERMINATE:
+        return f"tls.mode is {mode!r}: an HTTPS listener terminates TLS at the Gateway (mode Terminate)", []
+    refs = [ref for ref in as_list(tls.get("certificateRefs")) if isinstance(ref, dict)]
+    if not refs:
+        return "tls.mode Terminate without certificateRefs: the listener has no certificate to serve", []
+    return None, refs
+
+
+def _missing_secret(
+    snapshot: Snapshot,
+    gateway: K8sObject,
+    listener: dict[str, Any],
+    ref: dict[str, Any],
+    issuer: str | None,
+    issued: set[tuple[str | None, str]],
+    authoritative: bool,
+) -> tuple[str, bool] | None:
+    """Why the referenced Secret may be missing, and whether that is verified; None when it is fine."""
+    kind = as_str(ref.get("kind"), "Secret") or "Secret"
+    group = as_str(ref.get("group"), "")
+    if kind != "Secret" or group not in ("", "core"):
+        return None  # implementation-specific certificate kinds: not judged here
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        return "a certificateRef has no name", True
+    namespace = as_str(ref.get("namespace")) or gateway.namespace
+    where = f"{namespace}/{name}" if namespace else name
+    if snapshot.get(kinds.SECRET, namespace, name) is not None:
+        return None
+    if (namespace, name) in issued:
+        return None
+    if issuer is not None:
+        skipped = []
+        if not as_str(listener.get("hostname")):
+            skipped.append("the listener has no hostname")
+        if namespace != gateway.namespace:
+            skipped.append("the Secret is in another namespace")
+        if not skipped:
+            return None  # cert-manager's gateway-shim creates it
+        text = f"Secret {where} is not present and {issuer} will not create it ({'; '.join(skipped)})"
+    else:
+        text = f"Secret {where} is not present and no cert-manager annotation or Certificate creates it"
+    if is_placeholder(name):
+        # A Flux substitution: the real name is not in the input.
+        return f"Secret name {where} is a substitution the input does not resolve", False
+    return text, authoritative

@@ -35,6 +35,7 @@ class GatewayNotProgrammed(Rule):
     id = "gateway-not-programmed"
     severity = Severity.ERROR
     title = "Gateway whose Programmed condition is not True"
+    nothing_to_check = "Gateway meant for Cilium"
     rationale_fact = (
         "A Gateway reports Programmed=True once its controller has configured the data plane for it "
         "(Gateway API v1); anything else usually means the listeners published through it are not "

@@ -39,6 +39,7 @@ class EtpLocalUnderL2(Rule):
     id = "etp-local-under-l2"
     severity = Severity.ERROR
     title = "LoadBalancer Service with externalTrafficPolicy Local under L2 announcements"
+    nothing_to_check = "LoadBalancer Service Cilium's L2 announcer may announce (no other loadBalancerClass)"
     rationale_fact = (
         "With L2 announcements one elected node (the lease holder) answers ARP for a Service IP and "
         "receives all its traffic. With externalTrafficPolicy: Local that node drops the traffic "

@@ -116,6 +116,7 @@ class L2ClientRateLimit(Rule):
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         what = "cannot size the agent's API client for L2 announcements"
         if not ctx.setting_enabled(L2_KEY, unknown_because=what):
+            ctx.examined_configuration(ctx.concrete_setting(L2_KEY))  # judged: L2 announcements off
             return
         if not ctx.known(kinds.L2_ANNOUNCEMENT_POLICY):
             raise NotRun(f"L2 announcements are on, but the input holds no CiliumL2AnnouncementPolicy objects: {what}")

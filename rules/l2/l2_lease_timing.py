@@ -125,6 +125,7 @@ class L2LeaseTiming(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         if not ctx.setting_enabled(L2_KEY, unknown_because=WHAT):
+            ctx.examined_configuration(ctx.concrete_setting(L2_KEY))  # judged: L2 announcements off
             return
         settings = {field: ctx.setting(key, unknown_because=WHAT) for field, key in KEY_OF_FIELD.items()}
         configured = LeaseTimings(

@@ -13,6 +13,7 @@ class L2PolicyWhileDisabled(Rule):
     id = "l2-policy-while-disabled"
     severity = Severity.WARNING
     title = "CiliumL2AnnouncementPolicy present while L2 announcements are off"
+    nothing_to_check = "CiliumL2AnnouncementPolicy"
     rationale_fact = (
         "A CiliumL2AnnouncementPolicy takes effect only when the agent runs with "
         "enable-l2-announcements=true (Helm l2announcements.enabled, default false; Cilium 1.14+). With "

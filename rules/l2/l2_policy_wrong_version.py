@@ -28,6 +28,7 @@ class L2PolicyWrongVersion(Rule):
     id = "l2-policy-wrong-version"
     severity = Severity.ERROR
     title = "CiliumL2AnnouncementPolicy written in an API version that is not served"
+    nothing_to_check = "CiliumL2AnnouncementPolicy"
     rationale_fact = (
         "Unlike CiliumLoadBalancerIPPool (promoted to cilium.io/v2 in 1.18), CiliumL2AnnouncementPolicy "
         "has a single API version in Cilium 1.19, cilium.io/v2alpha1: the repository defines no v2 CRD "

@@ -21,6 +21,7 @@ class L2ServiceUnannounced(Rule):
     id = "l2-service-unannounced"
     severity = Severity.ERROR
     title = "LoadBalancer Service that no L2 policy or BGP advertisement announces"
+    nothing_to_check = "LoadBalancer Service LB-IPAM gives an address to"
     rationale_fact = (
         "LB-IPAM hands a LoadBalancer Service an address, but nothing outside the cluster reaches it "
         "until something announces it: a CiliumL2AnnouncementPolicy with loadBalancerIPs: true whose "
@@ -88,19 +89,24 @@ class L2ServiceUnannounced(Rule):
         if not (settings.l2.on or settings.bgp.on):
             if settings.l2.on is None or settings.bgp.on is None:
                 raise NotRun(f"{WHAT}: {settings.l2.why if settings.l2.on is None else settings.bgp.why}")
+            ctx.examined_configuration()  # judged: neither L2 nor BGP
             return  # neither L2 nor BGP: no announcement mechanism to judge
         views = [v for v in model.service_views_of_type("LoadBalancer")
                  if v.declared is not exposure.Declared.HELM_VALUES and v.lb_ipam]  # the input's and the implied
         findings, unknown = [], []
         for view in views:
-            ctx.examined(view.ref)
             state = view.announcing.state
             if state is exposure.AnnouncementState.UNKNOWN:
-                unknown.append(f"{view.ref.display}: {view.announcing.why}")
-            elif state is exposure.AnnouncementState.NOT_ANNOUNCED:
+                unknown.append(view)
+                continue
+            ctx.examined(view.ref)
+            if state is exposure.AnnouncementState.NOT_ANNOUNCED:
                 findings.append(self.finding_about(view.subject, self._message(view, settings)))
-        if unknown and not findings:
-            raise NotRun(f"{WHAT}: {unknown[0]}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
+        if unknown and len(unknown) == len(views):
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise NotRun(f"{WHAT}: {unknown[0].ref.display}: {unknown[0].announcing.why}{more}")
+        for view in unknown:  # the verdict is on the others
+            ctx.did_not_see(f"whether {view.ref.display} is announced", view.announcing.why)
         yield from findings
 
     @staticmethod

@@ -22,6 +22,7 @@ class LbIpOutsidePools(Rule):
     id = "lb-ip-outside-pools"
     severity = Severity.ERROR
     title = "LoadBalancer Service requests an IP that no usable LB-IPAM pool holds"
+    nothing_to_check = "Service requesting a specific LoadBalancer IP from LB-IPAM"
     rationale_fact = (
         "A Service asks LB-IPAM for specific addresses with the lbipam.cilium.io/ips annotation (Cilium "
         "1.16+ spelling), the older io.cilium/lb-ipam-ips, or spec.loadBalancerIP (deprecated in "

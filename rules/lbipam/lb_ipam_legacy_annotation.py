@@ -19,6 +19,7 @@ class LbIpamLegacyAnnotation(Rule):
     id = "lb-ipam-legacy-annotation"
     severity = Severity.INFO
     title = "LB-IPAM annotation in the older io.cilium/lb-ipam-* spelling"
+    nothing_to_check = "Service or Gateway with a legacy LB-IPAM annotation"
     rationale_fact = (
         "Cilium added the lbipam.cilium.io/ips and lbipam.cilium.io/sharing-key annotations as aliases "
         "of io.cilium/lb-ipam-ips and io.cilium/lb-ipam-sharing-key (in use from 1.16). LB-IPAM still "

@@ -12,6 +12,7 @@ class LbPoolConflict(Rule):
     id = "lb-pool-conflict"
     severity = Severity.ERROR
     title = "LB-IPAM pool reported as conflicting (cilium.io/PoolConflict)"
+    nothing_to_check = "CiliumLoadBalancerIPPool"
     rationale_fact = (
         "When CiliumLoadBalancerIPPools overlap, LB-IPAM marks the last-added one with the status "
         "condition cilium.io/PoolConflict=True (reason e.g. cidr_overlap; the Conflicting column of "

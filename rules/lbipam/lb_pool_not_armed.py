@@ -28,6 +28,7 @@ class LbPoolNotArmed(Rule):
     id = "lb-pool-not-armed"
     severity = Severity.ERROR
     title = "LB-IPAM pool present while the posture keeps LB-IPAM + L2 unarmed"
+    nothing_to_check = "CiliumLoadBalancerIPPool"
     rationale_fact = (
         "LB-IPAM is always enabled but dormant until the first CiliumLoadBalancerIPPool exists (Cilium "
         "1.13+): creating a pool wakes it, and every LoadBalancer Service its selector matches gets an "

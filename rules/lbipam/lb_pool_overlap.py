@@ -40,6 +40,7 @@ class LbPoolOverlap(Rule):
     id = "lb-pool-overlap"
     severity = Severity.ERROR
     title = "LB-IPAM pool overlapping another pool, the pod CIDR or the Service CIDR"
+    nothing_to_check = "CiliumLoadBalancerIPPool"
     rationale_fact = (
         "LB-IPAM treats overlapping CiliumLoadBalancerIPPools as a soft error: the pool added last is "
         "marked cilium.io/PoolConflict and stops allocating (Cilium 1.13+), so which pool works depends "

@@ -12,6 +12,7 @@ class LbPoolUnapprovedRange(Rule):
     id = "lb-pool-unapproved-range"
     severity = Severity.ERROR
     title = "LB-IPAM pool range outside the approved ranges"
+    nothing_to_check = "CiliumLoadBalancerIPPool"
     rationale_fact = (
         "A CiliumLoadBalancerIPPool decides which addresses LoadBalancer Services get, and with L2 "
         "announcements a node answers ARP for them on the LAN: an address outside the range agreed with "

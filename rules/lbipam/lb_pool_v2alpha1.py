@@ -56,6 +56,7 @@ class LbPoolV2alpha1(Rule):
     id = "lb-pool-v2alpha1"
     severity = Severity.WARNING
     title = "CiliumLoadBalancerIPPool still in the deprecated cilium.io/v2alpha1"
+    nothing_to_check = "CiliumLoadBalancerIPPool, nor its CRD"
     rationale_fact = (
         "CiliumLoadBalancerIPPool was promoted to cilium.io/v2 in Cilium 1.18; in 1.19 both versions "
         "are served, v2 is the storage version and v2alpha1 is marked deprecated, so a later release "

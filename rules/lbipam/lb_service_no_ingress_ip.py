@@ -15,6 +15,7 @@ class LbServiceNoIngressIp(Rule):
     id = "lb-service-no-ingress-ip"
     severity = Severity.WARNING
     title = "Cilium LoadBalancer Service without an address in status.loadBalancer.ingress"
+    nothing_to_check = "LoadBalancer Service Cilium gives an address to"
     rationale_fact = (
         "A LoadBalancer Service is reachable only once an address shows in status.loadBalancer.ingress. "
         "For the Services Cilium handles (no loadBalancerClass unless default-lb-service-ipam says "
@@ -64,6 +65,9 @@ class LbServiceNoIngressIp(Rule):
                 f"{len(services)} Cilium LoadBalancer Service(s), but only in manifests, which carry no status: "
                 "audit a live cluster, a snapshot or a kubectl dump to read status.loadBalancer.ingress"
             )
+        if len(judged) < len(services):  # a dump beside manifests: the manifests' Services have no status
+            ctx.did_not_see(f"the status of {len(services) - len(judged)} LoadBalancer Service(s) read from manifests",
+                            "manifests carry no status.loadBalancer.ingress")
         for service in judged:
             ctx.examined(service)
             if ingress_addresses(service):

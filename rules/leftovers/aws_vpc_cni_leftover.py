@@ -16,6 +16,7 @@ class AwsVpcCniLeftover(Rule):
     id = "aws-vpc-cni-leftover"
     severity = Severity.ERROR
     title = "AWS VPC CNI DaemonSet aws-node present beside Cilium"
+    nothing_to_check = "aws-node DaemonSet of the AWS VPC CNI (kube-system/aws-node)"
     rationale_fact = (
         "The AWS VPC CNI runs as DaemonSet kube-system/aws-node, a CNI plugin on every node. Cilium "
         "coexists with it only in chaining mode, cni-chaining-mode=aws-cni (Helm cni.chainingMode), "

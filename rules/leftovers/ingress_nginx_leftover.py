@@ -46,6 +46,10 @@ class IngressNginxLeftover(Rule):
     id = "ingress-nginx-leftover"
     severity = Severity.ERROR
     title = "ingress-nginx objects present beside the Cilium Gateway"
+    nothing_to_check = (
+        "ingress-nginx object (its namespace, an IngressClass, its controller, an Ingress of "
+        "its classes, its admission webhook)"
+    )
     rationale_fact = (
         "ingress-nginx registers IngressClass controller k8s.io/ingress-nginx (default class nginx) and "
         "runs Deployment ingress-nginx-controller in namespace ingress-nginx. A controller left running "

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.api import Fact, Finding, K8sObject, NotRun, Rule, RuleContext, Severity, Snapshot, cilium_keys, kinds
+from auditor.api import (
+    AnyOf,
+    Fact,
+    Finding,
+    K8sObject,
+    NotRun,
+    Rule,
+    RuleContext,
+    Severity,
+    Snapshot,
+    cilium_keys,
+    kinds,
+)
 
 KPR_KEY = cilium_keys.KUBE_PROXY_REPLACEMENT
 # "strict" is the pre-1.16 spelling of full replacement (removed in 1.16, and
@@ -27,10 +39,16 @@ LEFTOVERS: tuple[tuple[str, str | None, str, Severity | None, str], ...] = (
 )
 
 
+# What the verdict rests on: the DaemonSet and the ConfigMap (`requires`). The inert RBAC objects are
+# reported when the input shows them (`uses`); not seeing them leaves the verdict whole.
+JUDGED = (kinds.DAEMONSET, kinds.CONFIGMAP)
+
+
 class KubeProxyLeftover(Rule):
     id = "kube-proxy-leftover"
     severity = Severity.ERROR
     title = "kube-proxy objects present while Cilium replaces kube-proxy"
+    nothing_to_check = "kube-proxy object (DaemonSet, ConfigMap, RBAC objects) of kubeadm's kube-proxy addon"
     rationale_fact = (
         "kubeadm's kube-proxy addon creates DaemonSet, ConfigMap, ServiceAccount and Role/RoleBinding "
         "kube-proxy in kube-system and ClusterRoleBinding kubeadm:node-proxier. Once Cilium replaces "
@@ -42,15 +60,17 @@ class KubeProxyLeftover(Rule):
     rationale_decision = (
         "The platform runs kubeProxyReplacement=true on a cluster bootstrapped without kube-proxy: the "
         "DaemonSet is an error, the ConfigMap a warning, the RBAC objects info. Whether replacement is "
-        "on comes from the Cilium configuration (kube-proxy-replacement); when the input does not show "
-        "it, the rule does not guess."
+        "on comes from the Cilium configuration (kube-proxy-replacement, or its Helm values); when the "
+        "input does not show it, the rule does not guess. It judges the objects the input shows: an input "
+        "without ConfigMaps (a GitOps tree, `kubectl get all`) still has its kube-proxy DaemonSet judged, "
+        "and the verdict says it did not see the ConfigMap (partial)."
     )
     remediation = (
         "Delete the kube-proxy DaemonSet and ConfigMap in kube-system (then its ServiceAccount, "
         "Role, RoleBinding and the kubeadm:node-proxier ClusterRoleBinding) and flush the KUBE-* "
         "iptables chains on every node."
     )
-    requires = (kinds.DAEMONSET, kinds.CONFIGMAP)
+    requires = (AnyOf(*JUDGED, name="the kube-proxy DaemonSet or ConfigMap"),)
     uses = (kinds.SERVICE_ACCOUNT, kinds.CLUSTER_ROLE_BINDING, kinds.ROLE, kinds.ROLE_BINDING)
     cilium_settings = (KPR_KEY,)
     references = (
@@ -85,16 +105,20 @@ class KubeProxyLeftover(Rule):
             obj = snapshot.get(gk, namespace, name)
             if obj is not None:
                 present.append((obj, severity, why))
+            elif gk in JUDGED:  # a leftover of a kind the input does not show may be there all the same
+                ctx.did_not_see_kind(gk, f"{gk.partition('.')[0]} {namespace}/{name}")
         if not present:
             return
+        shown = ", ".join(o.ref.display for o, _, _ in present)
         if not ctx.settings_known:
             raise NotRun(
-                f"kube-proxy objects are present ({', '.join(o.ref.display for o, _, _ in present)}) but the "
-                f"input does not show whether Cilium replaces kube-proxy (no cilium-config {KPR_KEY})"
+                f"kube-proxy objects are present ({shown}) but the input does not show whether Cilium replaces "
+                f"kube-proxy (no cilium-config ConfigMap or Helm values setting {KPR_KEY})"
             )
         setting = ctx.setting(KPR_KEY, unknown_because="kube-proxy objects are present")
+        for obj, _, _ in present:
+            ctx.examined(obj)
         if setting is None or setting.as_choice() not in REPLACEMENT_ON:
             return  # kube-proxy is still the Service proxy: nothing is left over
         for obj, severity, why in present:
-            ctx.examined(obj)
             yield self.finding(obj, f"{why} ({KPR_KEY}={setting.value} from {setting.origin})", severity)

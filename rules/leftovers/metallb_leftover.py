@@ -56,6 +56,10 @@ class MetallbLeftover(Rule):
     id = "metallb-leftover"
     severity = Severity.ERROR
     title = "MetalLB objects present beside Cilium LB-IPAM and L2 announcements"
+    nothing_to_check = (
+        "MetalLB object (a metallb.io kind, the metallb-system namespace, a speaker or "
+        "controller, a MetalLB annotation)"
+    )
     rationale_fact = (
         "MetalLB's controller assigns LoadBalancer addresses from its IPAddressPools and its speaker "
         "DaemonSet announces them (L2Advertisement, BGPAdvertisement). Cilium LB-IPAM allocates for "

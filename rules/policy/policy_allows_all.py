@@ -60,6 +60,7 @@ class PolicyAllowsAll(Rule):
     id = "policy-allows-all"
     severity = Severity.ERROR
     title = "Network policy opening a whole namespace to anywhere, or to all or part of the world, on every port"
+    nothing_to_check = "network policy outside the excluded namespaces"
     rationale_fact = (
         "A NetworkPolicy with an empty podSelector selects every pod of its namespace; a rule with no "
         "from/to matches every peer and one with no ports every port, and the allow rules of all "

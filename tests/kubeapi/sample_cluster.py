@@ -95,7 +95,8 @@ def _b64(text: str) -> str:
 
 def sample_snapshot() -> list[dict[str, Any]]:
     """Objects of a small cluster, in no particular order (the server sorts)."""
-    return [*_namespaces(), *_services(), *_config_and_secrets(), *_cilium(), *_uninstalled_kinds()]
+    return [*_namespaces(), *_services(), *_config_and_secrets(), *_cilium(), *_discovery(),
+            *_uninstalled_kinds()]
 
 
 def _namespaces() -> list[dict[str, Any]]:
@@ -228,6 +229,43 @@ def _cilium() -> list[dict[str, Any]]:
                          "key": "node-role.kubernetes.io/control-plane",
                          "operator": "DoesNotExist"}]}},
         },
+    ]
+
+
+def _endpoint(ip: str, node: str, pod: str, ns: str, ready: bool) -> dict[str, Any]:
+    return {"addresses": [ip], "conditions": {"ready": ready, "serving": ready, "terminating": False},
+            "nodeName": node, "targetRef": {"kind": "Pod", "name": pod, "namespace": ns,
+                                            "uid": stable_uid(ns, pod, "pod")}}
+
+
+def _discovery() -> list[dict[str, Any]]:
+    """EndpointSlices of two Services (the EndpointSlice controller's), and Leases: the one Cilium's L2
+    announcer holds for shop/frontend (`cilium-l2announce-<ns>-<svc>` in Cilium's namespace) and a
+    node heartbeat that is not one."""
+    def endpoint_slice(name: str, ns: str, service: str, rv: int, port: int,
+                       endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+            "metadata": _meta(name, ns, rv, generateName=f"{service}-", labels={
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                "kubernetes.io/service-name": service}),
+            "endpoints": endpoints, "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+        }
+
+    def lease(name: str, ns: str, rv: int, holder: str, duration: int) -> dict[str, Any]:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": _meta(name, ns, rv),
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
+                         "acquireTime": "2024-05-02T09:20:11.483921Z", "renewTime": "2024-05-02T11:02:47.118230Z",
+                         "leaseTransitions": 0}}
+
+    return [
+        endpoint_slice("frontend-8kq2z", "shop", "frontend", 2330, 8080, [
+            _endpoint("10.0.1.31", "worker-1", "frontend-7c9d8b6f5-4xk2p", "shop", True),
+            _endpoint("10.0.2.44", "worker-2", "frontend-7c9d8b6f5-m9w7t", "shop", False)]),
+        endpoint_slice("checkout-w2x9c", "shop", "checkout", 2331, 8080, [
+            _endpoint("10.0.1.52", "worker-1", "checkout-5b8f9c7d4-zr6qn", "shop", False)]),
+        lease("cilium-l2announce-shop-frontend", "kube-system", 2340, "worker-1", 15),
+        lease("worker-1", "kube-node-lease", 2341, "worker-1", 40),
     ]
 
 

@@ -120,7 +120,7 @@ class Entry:
         return cls(value, lambda: origin)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per object and build, never changed after (nor hashed: it holds a record)
 class BuildItem:
     """An object as a build leaves it: effective namespace, name, nested namespace edits."""
 

@@ -53,6 +53,11 @@ from auditor.sources.gitops.model import (
 from auditor.sources.gitops.scope import Scopes
 from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, ObjectRecord, TreeFiles, iter_objects, join, normalize
 
+# Notes a later stage recognises: they change what an audit of the tree means (docs/gitops.md).
+TWO_CLUSTERS_SIGN = "a sign of two clusters in one scope"
+ONE_SCOPE_NOTE = ("no cluster entry point found (no Flux bootstrap or sync, no Argo CD application): the tree is "
+                  "read as one scope")
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
@@ -477,7 +482,7 @@ class _Resolver:
             how = "identical" if len(contents) == 1 else "different"
             self.notes.append(Note(Origin(objects[0].path, objects[0].line),
                                    f"{len(objects)} cluster-scoped {gk} named {name} in scope {scope} ({how}: "
-                                   f"{where}): a sign of two clusters in one scope"))
+                                   f"{where}): {TWO_CLUSTERS_SIGN}"))
 
 
 def _explicit_deployers(resolver: _Resolver, specs: Sequence[ClusterSpec]) -> list[tuple[_Deployer, str]]:
@@ -532,8 +537,7 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
     resolver.walk([(deployer, name) for name, _, _, deployer in entries])
     single_scope = not entries
     if single_scope:
-        resolver.notes.append(Note(Origin("."), "no cluster entry point found (no Flux bootstrap or sync, no "
-                                                "Argo CD application): the tree is read as one scope"))
+        resolver.notes.append(Note(Origin("."), ONE_SCOPE_NOTE))
         resolver.place_unreached(WHOLE_TREE_SCOPE, [])
     else:
         resolver.place_unreached(UNREACHED_SCOPE, orphans)

@@ -57,7 +57,7 @@ class NamespaceReason(str, enum.Enum):
 
 
 _REASON_TEXT = {
-    NamespaceReason.MANIFEST: "set in the manifest",
+    NamespaceReason.MANIFEST: "set in the manifest at",
     NamespaceReason.KUSTOMIZE: "from",
     NamespaceReason.KUSTOMIZE_COMPONENT: "from the component",
     NamespaceReason.FLUX_TARGET_NAMESPACE: "from the Flux targetNamespace at",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,13 +93,22 @@ def _apply_edit(raw: dict[str, Any], path: str, value: str) -> None:
         node[parts[-1]] = value
 
 
-def place_objects(objects: Iterable[K8sObject], layout: TreeLayout) -> PlacedObjects:
-    """Each object once per distinct (scope, namespace, name) its placements give it."""
+def place_objects(objects: Iterable[K8sObject], layout: TreeLayout,
+                  relative: Callable[[str], str] | None = None) -> PlacedObjects:
+    """Each object once per distinct (scope, namespace, name) its placements give it.
+
+    `relative(path)` turns a reader's path into the layout's (tree-relative,
+    `/`); by default `os.path.relpath` against the layout's root (`object_id`).
+    """
     by_scope: dict[str, list[PlacedObject]] = {scope: [] for scope in layout.scopes}
     unknown: list[K8sObject] = []
     dropped: list[K8sObject] = []
     for obj in objects:
-        key = object_id(layout, obj)
+        if relative is None:
+            key = object_id(layout, obj)
+        else:
+            source = obj.source
+            key = ObjectId(relative(source.path), source.line) if source is not None and source.line else None
         if key is not None and key.path in layout.non_resource_files:
             dropped.append(obj)
             continue

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.model import K8sObject, group_kind, split_api_version
 from auditor.parsing.json_docs import JSONInputError, load_json
 from auditor.parsing.yaml_docs import DEFAULT_MAX_ALIAS_EXPANSION, DEFAULT_MAX_NODES, YAMLInputError, iter_documents
+from auditor.sources.files import _with_generated_name as with_generated_name
 from auditor.sources.gitops.model import Note, ObjectId, Origin, Problem
 
 # kustomize's recognised kustomization file names, in the order it looks for them
@@ -30,7 +31,10 @@ DEFAULT_MAX_FILE_BYTES = 768 * 1024 * 1024
 DEFAULT_MAX_FILES = 50_000
 
 
-@dataclass(frozen=True, slots=True)
+# Documents and object records are built for every document of a tree (thousands), never changed
+# after, and never hashed (they hold the parsed data): plain slotted classes, which cost a sixth of
+# frozen ones to build.
+@dataclass(slots=True)
 class Document:
     """One YAML document (or the JSON value) of a file, with the lines it spans."""
 
@@ -39,7 +43,7 @@ class Document:
     end_line: int  # last line before the next document (inclusive)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ObjectRecord:
     """A Kubernetes object as written in the tree (before kustomize, Flux or Argo CD touch it)."""
 
@@ -323,6 +327,15 @@ def parse_text(path: str, text: str, *, max_alias_expansion: int = DEFAULT_MAX_A
     except (RecursionError, MemoryError):  # pragma: no cover - the loader bounds both
         parsed.problem = Problem(Origin(path), "document nested too deeply")
         return parsed
+    return parsed_file(path, text, raw)
+
+
+def parsed_file(path: str, text: str, raw: Sequence[tuple[Any, int, list[int]]]) -> ParsedFile:
+    """A file from its text and its parsed documents (data, first line, List item lines).
+
+    What `parse_text` builds after parsing, and what the offline reader's own
+    parse is turned into (`collect.TreeCollector`): the tree is parsed once.
+    """
     total = text.count("\n") + 1
     documents: list[Document] = []
     objects: list[ObjectRecord] = []
@@ -331,9 +344,7 @@ def parse_text(path: str, text: str, *, max_alias_expansion: int = DEFAULT_MAX_A
         document = Document(data, line, max(end, line))
         documents.append(document)
         objects.extend(_objects_of(path, document, item_lines))
-    parsed.documents = tuple(documents)
-    parsed.objects = tuple(objects)
-    return parsed
+    return ParsedFile(path, text, tuple(documents), tuple(objects))
 
 
 def _is_list(data: Any) -> bool:
@@ -351,8 +362,16 @@ def _record(path: str, line: int, data: dict[str, Any], document: Document) -> O
                         namespace if isinstance(namespace, str) and namespace else None, data, document)
 
 
+def _named(data: Any) -> Any:
+    """`data`, named as the offline reader names an object with only `metadata.generateName`."""
+    meta = data.get("metadata") if type(data) is dict else None
+    if type(meta) is dict and not meta.get("name") and meta.get("generateName"):
+        return with_generated_name(data)
+    return data
+
+
 def _objects_of(path: str, document: Document, item_lines: list[int]) -> list[ObjectRecord]:
-    data = document.data
+    data = _named(document.data)
     if not _is_list(data):
         if K8sObject.identity_problem(data) is None:
             return [_record(path, document.line, data, document)]
@@ -364,6 +383,7 @@ def _objects_of(path: str, document: Document, item_lines: list[int]) -> list[Ob
         line = item_lines[index] if index < len(item_lines) else document.line
         if isinstance(item, dict) and item_kind and "kind" not in item:
             item = {"kind": item_kind, "apiVersion": data.get("apiVersion"), **item}
+        item = _named(item)
         if K8sObject.identity_problem(item) is None:
             out.append(_record(path, line, item, document))
     return out

@@ -7,8 +7,9 @@
 The ClusterRole grants `list` on exactly the resources of the kinds the rules
 read (`Rule.kinds_read()`, mapped by the static `auditor.kinds.RESOURCES`
 table) and `get` on CustomResourceDefinitions, which the reader fetches by
-name. Nothing else: no watch, no write, no subresource. Discovery and
-/version need no grant (every authenticated user has system:discovery and
+name. The role for every rule also lists what `audit trace --live` reads
+besides (`kinds.TRACE_KINDS`: EndpointSlices and Leases). Nothing else: no
+watch, no write, no subresource. Discovery and /version need no grant (every authenticated user has system:discovery and
 system:public-info-viewer).
 
 This module imports neither the kubernetes client nor anything that talks
@@ -39,14 +40,14 @@ class UnknownKinds(ValueError):
     pass
 
 
-def kinds_read(rules: Iterable[Rule]) -> list[str]:
-    return kinds_read_by(rules)
+def kinds_read(rules: Iterable[Rule], extra: Iterable[str] = ()) -> list[str]:
+    return sorted({*kinds_read_by(rules), *extra})
 
 
-def policy_rules(rules: Iterable[Rule]) -> list[dict[str, Any]]:
-    """ClusterRole rules: one per (API group, verbs), resources sorted."""
+def policy_rules(rules: Iterable[Rule], extra: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """ClusterRole rules: one per (API group, verbs), resources sorted; `extra`: kinds read besides the rules'."""
     rules = list(rules)
-    gks = kinds_read(rules)
+    gks = kinds_read(rules, extra)
     unknown = [gk for gk in gks if gk not in kinds.RESOURCES]
     if unknown:
         raise UnknownKinds(f"no resource known for {', '.join(unknown)}: add it to auditor.kinds.RESOURCES")
@@ -62,13 +63,13 @@ def policy_rules(rules: Iterable[Rule]) -> list[dict[str, Any]]:
 
 
 def manifests(rules: Iterable[Rule], name: str = DEFAULT_NAME,
-              namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
+              namespace: str = DEFAULT_NAMESPACE, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/name": DEFAULT_NAME}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": name, "namespace": namespace, "labels": labels}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": name, "labels": labels}, "rules": policy_rules(rules)},
+         "metadata": {"name": name, "labels": labels}, "rules": policy_rules(rules, extra)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": name, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
@@ -76,13 +77,15 @@ def manifests(rules: Iterable[Rule], name: str = DEFAULT_NAME,
     ]
 
 
-def cluster_role(rules: Iterable[Rule], name: str = DEFAULT_NAME) -> dict[str, Any]:
-    return manifests(rules, name)[1]
+def cluster_role(rules: Iterable[Rule], name: str = DEFAULT_NAME, extra: Iterable[str] = ()) -> dict[str, Any]:
+    return manifests(rules, name, extra=extra)[1]
 
 
 def render(rules: Iterable[Rule], name: str = DEFAULT_NAME, namespace: str = DEFAULT_NAMESPACE,
-           command: str = "python -m auditor.sources.live.rbac --write") -> str:
+           command: str = "python -m auditor.sources.live.rbac --write", extra: Iterable[str] = ()) -> str:
+    """The manifests as YAML; `extra`: kinds read besides the rules' (`kinds.TRACE_KINDS` for `audit trace`)."""
     rules = list(rules)
+    extra = tuple(extra)
     secret_readers = sorted(rule.id for rule in rules if kinds.SECRET in rule.kinds_read())
     header = [
         "# Least-privilege RBAC for cilium-exposure-auditor (`audit live`, `audit snapshot`).",
@@ -93,6 +96,13 @@ def render(rules: Iterable[Rule], name: str = DEFAULT_NAME, namespace: str = DEF
         "# CustomResourceDefinitions (read by name, see docs/live.md). Discovery and /version",
         "# need no grant (system:discovery, system:public-info-viewer).",
     ]
+    if extra:
+        header += [
+            "#",
+            "# `audit trace --live` also lists " + ", ".join(kinds.RESOURCES[gk][1] for gk in extra) + " (which pods",
+            "# back a Service, which node holds its L2 announcement lease); `audit rbac --rule ID` leaves",
+            "# them out.",
+        ]
     if secret_readers:
         header += [
             "#",
@@ -103,7 +113,7 @@ def render(rules: Iterable[Rule], name: str = DEFAULT_NAME, namespace: str = DEF
             "# `audit live --skip-rule ID` alike.",
         ]
     docs = [yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
-            for doc in manifests(rules, name, namespace)]
+            for doc in manifests(rules, name, namespace, extra)]
     return "\n".join(header) + "\n---\n" + "---\n".join(docs)
 
 
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Print (or --write to docs/rbac.yaml) the auditor's least-privilege RBAC.")
     parser.add_argument("--write", action="store_true", help=f"write {DOC_PATH}")
     args = parser.parse_args(argv)
-    text = render(builtin_rules())
+    text = render(builtin_rules(), extra=kinds.TRACE_KINDS)
     if args.write:
         DOC_PATH.write_text(text, encoding="utf-8")
         print(f"wrote {DOC_PATH}")

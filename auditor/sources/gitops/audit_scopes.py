@@ -1,0 +1,316 @@
+"""`audit TREE`: a GitOps tree read once, then one snapshot per cluster, as its builds leave its objects.
+
+The offline reader walks and parses the tree once, with a `TreeCollector` as
+its observer; the layout is resolved from that parse (docs/gitops.md) and
+the reader's objects are split per scope (`seam.place_objects`): each object
+as its build leaves it (effective namespace, Namespace renamed), in every
+cluster that deploys it. Each cluster's snapshot also carries where each
+object's namespace comes from and the Helm values files its HelmReleases
+read through `valuesFrom` (configMapGenerator files), keyed by object.
+
+Scopes and what becomes of them (docs/input.md, "GitOps repositories"):
+
+- every cluster is audited as its own snapshot; a shared base is in each;
+- what no cluster deploys, `(unreached)`, is listed and **not audited**
+  (unless asked): nothing says it runs anywhere (folders the owner commented
+  out, archives, manual one-offs), and auditing it would judge it against a
+  cluster it is not in; `audit_unreached` audits it as a scope of its own;
+- a tree whose clusters cannot be told apart is one scope, `(whole tree)`,
+  audited as today, with one warning saying so; a folder without any GitOps
+  structure (no kustomization, Flux or Argo CD object) is plain input: the
+  caller audits it exactly as before (`TreeRead.plain`).
+
+Audits and merges happen above this module (auditor.fleet.audit_tree).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from auditor import kinds
+from auditor.errors import InputError
+from auditor.model import K8sObject, NamespaceOrigin, Source
+from auditor.repository import EntryView, LayoutRemark, RemarkKind, RepositoryView, ScopeKind, ScopeView
+from auditor.snapshot import ObjectKey, Snapshot, ValuesFile, object_key
+from auditor.sources.files import ReadLimits, read_paths
+from auditor.sources.gitops.collect import TreeCollector
+from auditor.sources.gitops.layout import ONE_SCOPE_NOTE, TWO_CLUSTERS_SIGN, ClusterSpec, resolve_layout
+from auditor.sources.gitops.model import (
+    UNREACHED_SCOPE,
+    WHOLE_TREE_SCOPE,
+    Cluster,
+    EffectiveNamespace,
+    EntryKind,
+    HelmValuesSource,
+    NamespaceReason,
+    ObjectId,
+    Origin,
+    TreeLayout,
+)
+from auditor.sources.gitops.seam import PlacedObject, place_objects
+from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, Document, ParsedFile, TreeFiles, index_key_lines
+
+_ENTRY_TEXT = {
+    EntryKind.FLUX_BOOTSTRAP: "Flux bootstrap",
+    EntryKind.FLUX_INSTANCE: "FluxInstance sync",
+    EntryKind.FLUX_SOURCE: "Flux sync",
+    EntryKind.FLUX_ROOT: "Flux Kustomization",
+    EntryKind.ARGOCD_APP_OF_APPS: "Argo CD app of apps",
+    EntryKind.ARGOCD_APPLICATIONSET: "Argo CD ApplicationSet",
+    EntryKind.ARGOCD_ROOT: "Argo CD Application",
+    EntryKind.ARGOCD_DESTINATION: "Argo CD destination",
+    EntryKind.EXPLICIT: "--cluster",
+}
+_DEPLOYER_GKS = frozenset({
+    "Kustomization.kustomize.toolkit.fluxcd.io", "FluxInstance.fluxcd.controlplane.io",
+    "Application.argoproj.io", "ApplicationSet.argoproj.io",
+})
+
+
+@dataclass(frozen=True)
+class AuditScope:
+    """One scope of the tree and the snapshot it is audited as (None when it is not audited)."""
+
+    name: str
+    kind: ScopeKind
+    snapshot: Snapshot | None
+    view: ScopeView
+
+
+@dataclass(frozen=True)
+class TreeRead:
+    """A tree read for an audit: everything read, the layout, and the scopes to audit."""
+
+    snapshot: Snapshot  # every object as read, as one offline snapshot (the plain audit's input)
+    layout: TreeLayout | None  # None for plain input (no GitOps structure)
+    scopes: tuple[AuditScope, ...] = ()
+    repository: RepositoryView | None = None
+
+    @property
+    def plain(self) -> bool:
+        """No GitOps structure: audit `snapshot` as any folder of manifests, as before."""
+        return self.layout is None
+
+
+@dataclass
+class _Paths:
+    """Tree-relative paths (the layout's) spelled as the reader spells them (findings' files)."""
+
+    collector: TreeCollector
+    cache: dict[str, str] = field(default_factory=dict)
+
+    def full(self, relative: str) -> str:
+        found = self.cache.get(relative)
+        if found is None:
+            found = self.cache[relative] = self.collector.full(relative)
+        return found
+
+    def source(self, origin: Origin | None) -> Source | None:
+        return None if origin is None else Source(self.full(origin.path), origin.line)
+
+
+def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence[ClusterSpec] = (),
+              audit_unreached: bool = False, allow_no_objects: bool = False, input_problems: bool = False,
+              freeze: bool = False, on_file_error: Callable[[str, InputError], None] | None = None) -> TreeRead:
+    """Read the folder `path` once and split it per scope (module docstring).
+
+    `input_problems` as for `read_paths`: a file that cannot be read is an input problem of the read,
+    and of every scope (which cluster its objects would be in is not known)."""
+    collector = TreeCollector(path)
+    snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
+                          on_file_error=on_file_error, input_problems=input_problems, observer=collector)
+    # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
+    # every parsed document each time (the reader pauses the collector for the same reason).
+    # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
+    # it leaves the collector's view too, so the rules' collections never walk it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _split(path, snapshot, collector, clusters, audit_unreached)
+    finally:
+        if collecting:
+            if freeze:
+                gc.freeze()
+            gc.enable()
+
+
+def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Sequence[ClusterSpec],
+           audit_unreached: bool) -> TreeRead:
+    tree = collector.tree()
+    layout = resolve_layout(tree, clusters)
+    if layout.single_scope and not _has_gitops_structure(tree, snapshot):
+        return TreeRead(snapshot, None)
+    paths = _Paths(collector)
+    relative: dict[str, str] = {}
+    placed = place_objects(snapshot.objects, layout,
+                           lambda p: relative.get(p) or relative.setdefault(p, collector.relative(p)))
+    extra: list[LayoutRemark] = []
+    unknown: dict[str, list[K8sObject]] = {}
+    if placed.unknown:  # not in the layout: kept as read, in what nothing deploys (or the one scope)
+        target = WHOLE_TREE_SCOPE if layout.single_scope else UNREACHED_SCOPE
+        unknown[target] = placed.unknown
+        extra.append(LayoutRemark(RemarkKind.NOTE, None, f"{len(placed.unknown)} objects the layout does not "
+                                                         f"place are kept as read, in {target}"))
+    if placed.dropped:
+        extra.append(LayoutRemark(RemarkKind.NOTE, None, f"{len(placed.dropped)} documents of kustomize patch "
+                                                         "and generator files are not objects of any cluster"))
+    names = [name for name in _scope_names(layout)
+             if name != UNREACHED_SCOPE or placed.by_scope.get(name) or unknown.get(name)]
+    scopes = tuple(_scope(name, placed.by_scope.get(name, []), unknown.get(name, []), layout, tree, paths,
+                          audit_unreached, snapshot) for name in names)
+    return TreeRead(snapshot, layout, scopes, _repository(path, layout, scopes, paths, extra))
+
+
+def _has_gitops_structure(tree: TreeFiles, snapshot: Snapshot) -> bool:
+    """Whether anything in the tree says how it is deployed: a kustomization, a Flux or Argo CD deployer."""
+    names = set(KUSTOMIZATION_FILE_NAMES)
+    if any(path.rpartition("/")[2] in names for path in tree.files):
+        return True
+    return any(obj.gk in _DEPLOYER_GKS for obj in snapshot.objects)
+
+
+def _scope_names(layout: TreeLayout) -> list[str]:
+    names = [c.name for c in layout.clusters]
+    if not layout.single_scope:
+        names.append(UNREACHED_SCOPE)
+    return names
+
+
+# --- one scope -------------------------------------------------------------------------------
+
+
+def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layout: TreeLayout, tree: TreeFiles,
+           paths: _Paths, audit_unreached: bool, read: Snapshot) -> AuditScope:
+    kind = (ScopeKind.UNREACHED if name == UNREACHED_SCOPE
+            else ScopeKind.WHOLE_TREE if layout.single_scope else ScopeKind.CLUSTER)
+    cluster = next((c for c in layout.clusters if c.name == name), None)
+    view = _scope_view(name, kind, cluster, placed, len(unknown), paths,
+                       audited=kind is not ScopeKind.UNREACHED or audit_unreached)
+    if not view.audited:
+        return AuditScope(name, kind, None, view)
+    objects = [p.object for p in placed] + unknown
+    # A tree of manifests (declared state, `trees`); the files not read may hold any cluster's objects.
+    snapshot = Snapshot.build(objects, mode="offline", inputs=[paths.collector.root], trees=list(read.trees),
+                              input_problems=list(read.input_problems))
+    snapshot.namespace_origins = _namespace_origins(placed, paths)
+    snapshot.values_from = _values_files(name, placed, layout, tree, paths)
+    return AuditScope(name, kind, snapshot, view)
+
+
+def _scope_view(name: str, kind: ScopeKind, cluster: Cluster | None, placed: list[PlacedObject], unknown: int,
+                paths: _Paths, *, audited: bool) -> ScopeView:
+    namespaced: set[ObjectId] = set()
+    unknown_namespace: set[ObjectId] = set()
+    for item in placed:
+        namespace = item.placement.namespace
+        if namespace.reason is NamespaceReason.CLUSTER_SCOPED:
+            continue
+        namespaced.add(item.placement.object)
+        if not namespace.known:
+            unknown_namespace.add(item.placement.object)
+    entries = tuple(EntryView(_ENTRY_TEXT.get(e.kind, e.kind.value), Source(paths.full(e.origin.path), e.origin.line))
+                    for e in (cluster.entry_points if cluster is not None else ()))
+    root = cluster.root if cluster is not None else ""
+    return ScopeView(name, kind, root, entries, len(placed) + unknown, len(namespaced),
+                     len(namespaced - unknown_namespace), audited,
+                     files=len({p.placement.object.path for p in placed}))
+
+
+def _namespace_origins(placed: list[PlacedObject], paths: _Paths) -> dict[ObjectKey, NamespaceOrigin]:
+    """Where each namespaced object's namespace comes from, as reports show it beside its line."""
+    origins: dict[ObjectKey, NamespaceOrigin] = {}
+    described: dict[EffectiveNamespace, NamespaceOrigin] = {}
+    for item in placed:
+        namespace = item.placement.namespace
+        if namespace.reason is NamespaceReason.CLUSTER_SCOPED:
+            continue
+        origin = described.get(namespace)
+        if origin is None:
+            shown = EffectiveNamespace(namespace.value, _origin_as_read(namespace.source, paths), namespace.reason,
+                                       namespace.replaced, namespace.written)
+            origin = described[namespace] = NamespaceOrigin(namespace.value, namespace.reason.value,
+                                                            paths.source(namespace.source), shown.describe())
+        origins.setdefault(object_key(item.object), origin)
+    return origins
+
+
+def _origin_as_read(origin: Origin | None, paths: _Paths) -> Origin | None:
+    return None if origin is None else Origin(paths.full(origin.path), origin.line)
+
+
+def _values_files(scope: str, placed: list[PlacedObject], layout: TreeLayout, tree: TreeFiles,
+                  paths: _Paths) -> dict[ObjectKey, tuple[ValuesFile, ...]]:
+    """The configMapGenerator files each HelmRelease of the scope reads through `valuesFrom`, by object."""
+    releases = {(p.placement.object, p.object.namespace): p.object for p in placed
+                if p.object.gk == kinds.HELM_RELEASE}
+    found: dict[ObjectKey, list[ValuesFile]] = {}
+    for source in layout.values_sources:
+        release = releases.get((source.helm_release, source.namespace)) if source.scope == scope else None
+        values = _values_file(source, tree, paths) if release is not None else None
+        if release is not None and values is not None:
+            found.setdefault(object_key(release), []).append(values)
+    return {key: tuple(sorted(files, key=lambda f: f.index)) for key, files in found.items()}
+
+
+def _values_file(source: HelmValuesSource, tree: TreeFiles, paths: _Paths) -> ValuesFile | None:
+    parsed = tree.files.get(source.file)
+    if parsed is None or parsed.problem is not None:
+        return None
+    documents = [d for d in parsed.documents if d.data is not None]
+    data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
+    line = documents[0].line if documents else 1
+    lines = _KeyLines(parsed, documents[0]) if documents else {}
+    generator = f"configMapGenerator {source.config_map} ({paths.source(source.generator)})"
+    return ValuesFile(source.index, data, Source(paths.full(source.file), line), generator, lines,
+                      source.target_path, parsed.text or None)
+
+
+class _KeyLines(Mapping[tuple[str, ...], int]):
+    """The line of each key of a values file, indexed the first time a report asks for one (most never do)."""
+
+    def __init__(self, parsed: ParsedFile, document: Document) -> None:
+        self._parsed, self._document = parsed, document
+        self._keys: dict[tuple[str, ...], int] | None = None
+
+    def _index(self) -> dict[tuple[str, ...], int]:
+        if self._keys is None:
+            self._keys = index_key_lines(self._parsed.lines, self._document.line, self._document.end_line).keys
+        return self._keys
+
+    def __getitem__(self, key: tuple[str, ...]) -> int:
+        return self._index()[key]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+
+# --- the repository, as reports show it --------------------------------------------------------
+
+
+def _repository(root: str, layout: TreeLayout, scopes: tuple[AuditScope, ...], paths: _Paths,
+                extra: list[LayoutRemark]) -> RepositoryView:
+    coverage = layout.coverage()
+    folders: Counter[str] = Counter()
+    for obj in layout.unreached:
+        parts = obj.path.split("/")
+        folders["/".join(parts[: min(len(parts) - 1, 3)]) or "."] += 1
+    remarks = [LayoutRemark(RemarkKind.PROBLEM, paths.source(p.origin), p.message) for p in layout.problems]
+    for note in layout.notes:
+        # What nothing deploys is no cluster: same-named objects there are no sign of anything.
+        warning = note.message == ONE_SCOPE_NOTE or (note.message.endswith(TWO_CLUSTERS_SIGN)
+                                                     and f" in scope {UNREACHED_SCOPE} " not in note.message)
+        source = None if note.origin.path == "." else paths.source(note.origin)
+        remarks.append(LayoutRemark(RemarkKind.WARNING if warning else RemarkKind.NOTE, source, note.message))
+    remarks.extend(extra)
+    return RepositoryView(
+        root=root, scopes=tuple(s.view for s in scopes), single_scope=layout.single_scope,
+        namespaced=coverage.namespaced, with_namespace=coverage.with_namespace, unreached=len(layout.unreached),
+        unreached_folders=tuple(sorted(folders.items(), key=lambda item: (-item[1], item[0]))),
+        remarks=tuple(remarks),
+    )
