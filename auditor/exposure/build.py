@@ -172,6 +172,9 @@ class _Builder:
         data_planes = _data_plane_index(services)
         gateways, gateway_services, implied = self._gateways(data_planes)
         types = [service_type(s) for s in services]
+        by_type: dict[str, list[K8sObject]] = defaultdict(list)
+        for service, kind in zip(services, types, strict=True):
+            by_type[kind].append(service)
         listed = ServiceViews([(s.namespace, s.name) for s in services], types,
                               lambda i: self._service_view(services[i], gateway_services.get(id(services[i]))))
         # The first definition of an identity is the one looked up, as in the snapshot.
@@ -196,7 +199,7 @@ class _Builder:
             entrances=tuple(entrances), services=views, listed=listed, implied=tuple(implied.values()),
             declared=tuple(declared),
             gateways=tuple(gateways), routes=tuple(routes), node_addresses=self.node_ips, settings=self.settings,
-            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index,
+            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index, services_by_type=dict(by_type),
         )
 
     # --- Services ---------------------------------------------------------------------------
