@@ -171,7 +171,8 @@ class _Builder:
         services = self.snapshot.of_kind(kinds.SERVICE)
         data_planes = _data_plane_index(services)
         gateways, gateway_services, implied = self._gateways(data_planes)
-        types = [service_type(s) for s in services]
+        # service_type, inlined: asked of every Service (100k on a large dump).
+        types = [kind if isinstance(kind := s.spec.get("type"), str) and kind else "ClusterIP" for s in services]
         by_type: dict[str, list[K8sObject]] = defaultdict(list)
         for service, kind in zip(services, types, strict=True):
             by_type[kind].append(service)
@@ -584,11 +585,17 @@ class _Door:
 _PLAIN_KINDS = frozenset({kinds.HELM_RELEASE, kinds.ARGO_APPLICATION, *WORKLOAD_KINDS, kinds.CRD})
 
 
+_DATA_PLANE_LABELS = frozenset({gw.CILIUM_GATEWAY_NAME_LABEL, gw.CILIUM_OWNING_GATEWAY_LABEL,
+                                gw.ENVOY_GATEWAY_NAME_LABEL, gw.ENVOY_GATEWAY_NAMESPACE_LABEL})
+
+
 def _data_plane_index(services: Iterable[K8sObject]) -> dict[tuple[str, str | None, str], K8sObject]:
     """Services by the labels Gateway controllers put on their data-plane Services."""
     found: dict[tuple[str, str | None, str], K8sObject] = {}
     for service in services:
         labels = service.labels
+        if _DATA_PLANE_LABELS.isdisjoint(labels) and not service.name.startswith("cilium-gateway-"):
+            continue  # nearly every Service: told by one C call
         for label in (gw.CILIUM_GATEWAY_NAME_LABEL, gw.CILIUM_OWNING_GATEWAY_LABEL):
             name = labels.get(label)
             if isinstance(name, str):
