@@ -73,9 +73,13 @@ def identity(obj: K8sObject) -> Identity:
 
 def find_duplicates(objects: Iterable[K8sObject]) -> list[DuplicateObject]:
     """Every identity `objects` define more than once, sorted by identity (deterministic output)."""
+    objects = list(objects)
+    identities = [(obj.gk, obj.namespace, obj.name) for obj in objects]  # identity(), inlined: once per object
+    if len(set(identities)) == len(identities):
+        return []  # the usual case, told at C speed
     by_identity: dict[Identity, list[K8sObject]] = {}
-    for obj in objects:
-        by_identity.setdefault(identity(obj), []).append(obj)
+    for obj, key in zip(objects, identities, strict=True):
+        by_identity.setdefault(key, []).append(obj)
     duplicates = [
         DuplicateObject(definitions[0].ref, tuple(obj.source for obj in definitions))
         for definitions in by_identity.values()

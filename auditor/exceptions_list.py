@@ -20,10 +20,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import translate
-from importlib import resources
 from re import Pattern
 
-from auditor.config_files import load_validated, unknown_rule
+from auditor.config_files import data_path, load_validated, unknown_rule
 from auditor.errors import ConfigError
 from auditor.model import AppliedException, Finding, K8sObject, group_kind, split_api_version, string_labels
 from auditor.snapshot import Snapshot
@@ -199,7 +198,7 @@ def applied(entry: ExceptionEntry) -> AppliedException:
 
 
 def bundled_path() -> str:
-    return str(resources.files("auditor.data").joinpath(DEFAULT_FILE))
+    return data_path(DEFAULT_FILE)
 
 
 def default_path() -> str:

@@ -127,9 +127,15 @@ class ObjectRef:
 
 
 class K8sObject:
-    """One Kubernetes object as read from input or from the API server."""
+    """One Kubernetes object as read from input or from the API server.
 
-    __slots__ = ("api_version", "gk", "group", "kind", "name", "namespace", "raw", "source", "version")
+    A snapshot's objects are read-only once built: `spec`, `labels` and `annotations`
+    (asked hundreds of thousands of times on a large dump, by the exposure model and
+    most rules) are read from `raw` once, here, and `ref` is made on first use.
+    """
+
+    __slots__ = ("_ref", "annotations", "api_version", "gk", "group", "kind", "labels", "name", "namespace", "raw",
+                 "source", "spec", "version")
 
     def __init__(self, raw: dict[str, Any], source: Source | None = None) -> None:
         # Callers guarantee (see `from_mapping`) that identity fields are strings.
@@ -143,6 +149,12 @@ class K8sObject:
         namespace = meta.get("namespace")
         self.namespace: str | None = namespace if isinstance(namespace, str) and namespace else None
         self.source = source
+        # Wrong types (`spec: []`, `labels: "x"`) read as empty mappings, as the module docstring says.
+        spec, labels, annotations = raw.get("spec"), meta.get("labels"), meta.get("annotations")
+        self.spec: dict[str, Any] = spec if isinstance(spec, dict) else {}
+        self.labels: dict[str, Any] = labels if isinstance(labels, dict) else {}
+        self.annotations: dict[str, Any] = annotations if isinstance(annotations, dict) else {}
+        self._ref: ObjectRef | None = None
 
     @staticmethod
     def identity_problem(raw: Any) -> str | None:
@@ -175,18 +187,6 @@ class K8sObject:
         return metadata
 
     @property
-    def labels(self) -> dict[str, Any]:
-        return _mapping(self.raw["metadata"].get("labels"))
-
-    @property
-    def annotations(self) -> dict[str, Any]:
-        return _mapping(self.raw["metadata"].get("annotations"))
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return _mapping(self.raw.get("spec"))
-
-    @property
     def status(self) -> dict[str, Any]:
         return _mapping(self.raw.get("status"))
 
@@ -197,7 +197,10 @@ class K8sObject:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(self.kind, self.namespace, self.name, self.api_version)
+        ref = self._ref
+        if ref is None:
+            ref = self._ref = ObjectRef(self.kind, self.namespace, self.name, self.api_version)
+        return ref
 
     @property
     def server_written(self) -> bool:
@@ -339,6 +342,9 @@ def string_labels(labels: object) -> dict[str, str]:
 
     Anything else (hostile input writes `labels: [app]`) has no labels a selector could match.
     """
+    if type(labels) is dict and _ONLY_STR.issuperset(map(type, labels.values())) and \
+            _ONLY_STR.issuperset(map(type, labels)):
+        return dict(labels)  # the usual case, checked at C speed: every key and value a plain str
     if not isinstance(labels, Mapping):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
@@ -396,6 +402,9 @@ class InputProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
+
+
+_ONLY_STR = frozenset({str})
 
 
 @dataclass(slots=True)

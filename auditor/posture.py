@@ -9,10 +9,12 @@ any of them; it is validated against `auditor/data/posture.schema.json`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from typing import Any
 
 from auditor.config_files import load_validated, unknown_rule
@@ -126,7 +128,9 @@ class Posture:
         return next((p for p in self.edge_gateways if fnmatchcase(f"{namespace or ''}/{name}", p)), None)
 
     def namespace_excluded(self, namespace: str) -> bool:
-        return any(fnmatchcase(namespace, pattern) for pattern in self.excluded_namespaces)
+        """Whether `namespace` matches a defaultDeny.excludedNamespaces glob (fnmatchcase)."""
+        globs = _any_glob(tuple(self.excluded_namespaces))
+        return globs is not None and globs.match(namespace) is not None
 
     def check_rules(self, known_rule_ids: Collection[str]) -> None:
         """Refuse `severity:` entries naming rules that do not exist (a typo would silently change nothing)."""
@@ -140,6 +144,13 @@ class Posture:
         """The label `clusters:` gives a cluster fingerprint (the first in sorted order if several)."""
         labels = sorted(label for label, value in self.cluster_labels.items() if fingerprint and value == fingerprint)
         return labels[0] if labels else None
+
+
+@functools.lru_cache(maxsize=64)
+def _any_glob(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One expression matching what any of the globs matches, as `fnmatchcase` reads each (rules ask it
+    once per object: a loop of fnmatchcase calls was most of namespace-missing-default-deny's time)."""
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns)) if patterns else None
 
 
 class _DeclaredPosture(Posture):

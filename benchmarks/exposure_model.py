@@ -92,7 +92,7 @@ def main() -> int:
                                  args.regen)
         rows.append((n, measure(dataset.path, args.reps)))
     print(f"{'objects':>9} {'ways in':>8} {'read s':>8} {'rules+model s':>14} {'model s':>8} {'model share':>12}")
-    for n, row in rows:
+    for _n, row in rows:
         audit = row["read_s"] + row["engine_s"]
         print(f"{int(row['objects']):>9,} {int(row['entrances']):>8,} {row['read_s']:>8.2f} {row['engine_s']:>14.2f} "
               f"{row['model_s']:>8.3f} {row['model_s'] / audit:>11.1%}")

@@ -160,6 +160,39 @@ def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None,
     return m
 
 
+def measure_pair(first: tuple[str, list[str]], second: tuple[str, list[str]], reps: int = 3,
+                 cwd: Path | None = None, timeout: float | None = None, warmup: bool = False,
+                 ok_codes: tuple[set[int] | None, set[int] | None] = (None, None)) -> tuple[Measurement, Measurement]:
+    """Two commands measured in turn (A B A B ...), so that load drifting during the run weighs on both
+    alike: compare them pair by pair (`paired_ratio`), as farm-bench does. Same rules as `measure`."""
+    pair = (Measurement(first[0], first[1]), Measurement(second[0], second[1]))
+    for i in range(reps + int(warmup)):
+        for m, codes in zip(pair, ok_codes, strict=True):
+            sample, tail = run_once(m.argv, cwd, timeout)
+            bad_code = codes is not None and sample.returncode not in codes
+            if bad_code or sample.returncode < 0 or "Traceback (most recent call last)" in tail \
+                    or tail.startswith("launcher:"):
+                m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
+                m.samples.append(sample)
+                return pair
+            if i >= int(warmup):
+                m.samples.append(sample)
+    return pair
+
+
+def paired_ratio(a: Measurement, b: Measurement, attr: str = "wall_s") -> float:
+    """Median of A/B over the runs made in turn (`measure_pair`); of the medians when not paired."""
+    if len(a.samples) != len(b.samples) or not a.samples:
+        return float(getattr(a, attr) / getattr(b, attr))
+    key = "wall_s" if attr == "wall_s" else "rss_kib"
+    return statistics.median(getattr(x, key) / getattr(y, key) for x, y in zip(a.samples, b.samples, strict=True))
+
+
+def paired_difference(a: Measurement, b: Measurement) -> float:
+    """Median of A's wall time minus B's over runs made in turn (`measure_pair`)."""
+    return statistics.median(x.wall_s - y.wall_s for x, y in zip(a.samples, b.samples, strict=True))
+
+
 def warm_page_cache(path: Path) -> None:
     """Reads a file or tree once so no measured run pays for cold disk reads."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())

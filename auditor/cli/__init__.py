@@ -12,7 +12,6 @@ import sys
 import click
 
 from auditor.cli import completion
-from auditor.cli.version_cmd import print_short_version
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
 
 # Extra commands registered by name -> "module:attribute", imported on use.
@@ -29,6 +28,14 @@ LAZY_COMMANDS: dict[str, str] = {
     "version": "auditor.cli.version_cmd:version",
 }
 DEFAULT_COMMAND = "scan"
+
+
+def print_short_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """`--version` (eager): auditor.cli.version_cmd, and the hashing it does, only when it is given."""
+    if value:
+        from auditor.cli.version_cmd import print_short_version as print_version
+
+        print_version(ctx, param, value)
 
 
 class AuditGroup(click.Group):

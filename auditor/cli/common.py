@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
+import gc
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -297,6 +299,29 @@ def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     return int(result.exit_code)
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while the rules run and the reports are rendered.
+
+    The exposure model, the findings and the reports are millions of small objects and no
+    reference cycles worth collecting; with the collector on, its young-generation passes over
+    them were a quarter of a 100k-Service audit (docs/performance.md). The command's process ends
+    with the run: what was built is moved out of the collector's view (gc.freeze, as read_paths
+    does for what it read) before it is turned back on, so that neither the next allocation nor
+    the interpreter's exit pays a full pass over it; an in-process caller (a test) gets the
+    collector back as it was.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
+
+
 def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
     """Run the rules, write the reports, and return the exit code."""
-    return report(evaluate(snapshot, prepared, options), prepared, options)
+    with collector_paused():
+        return report(evaluate(snapshot, prepared, options), prepared, options)

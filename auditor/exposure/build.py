@@ -11,7 +11,7 @@ for every object of another.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from auditor.cilium.config import CiliumConfig
 from auditor.cilium.helm_values import merged_release_values
 from auditor.exposure import gateway as gw
 from auditor.exposure.announce import Announcers
-from auditor.exposure.index import ExposureModel
+from auditor.exposure.index import ExposureModel, ServicesByName, ServiceViews
 from auditor.exposure.lines import KeyLines
 from auditor.exposure.model import (
     NOT_NEEDED,
@@ -67,6 +67,7 @@ from auditor.exposure.selection import (
     service_selector_labels,
 )
 from auditor.exposure.services import (
+    EXPOSING_TYPES,
     ServicePort,
     allocates_node_ports,
     external_ips,
@@ -167,16 +168,22 @@ class _Builder:
     # --- the whole model ------------------------------------------------------------------
 
     def model(self) -> ExposureModel:
-        data_planes = _data_plane_index(self.snapshot.of_kind(kinds.SERVICE))
+        services = self.snapshot.of_kind(kinds.SERVICE)
+        data_planes = _data_plane_index(services)
         gateways, gateway_services, implied = self._gateways(data_planes)
-        listed = [self._service_view(s, gateway_services.get(id(s))) for s in self.snapshot.of_kind(kinds.SERVICE)]
-        views: dict[tuple[str | None, str], ServiceView] = {}
-        for view in listed:  # the first definition of an identity is the one looked up, as in the snapshot
-            views.setdefault((view.ref.namespace, view.ref.name), view)
+        types = [service_type(s) for s in services]
+        listed = ServiceViews([(s.namespace, s.name) for s in services], types,
+                              lambda i: self._service_view(services[i], gateway_services.get(id(services[i]))))
+        # The first definition of an identity is the one looked up, as in the snapshot.
+        views = ServicesByName(listed)
         declared = [self._declared_view(d) for d in self._declarations()]
         routes, by_listener = self._routes(views, implied)
         entrances: list[Entrance] = []
-        for view in [*listed, *declared]:
+        # Only LoadBalancer and NodePort Services and those with externalIPs open a door of their own
+        # (`_service_entrances`): the views of the others are built when something asks for them.
+        doors = [listed[i] for i, service in enumerate(services)
+                 if types[i] in EXPOSING_TYPES or (service.spec.get("externalIPs") and external_ips(service))]
+        for view in [*doors, *declared]:
             if view.gateway is None:
                 entrances += self._service_entrances(view)
         for gateway in gateways:
@@ -186,7 +193,7 @@ class _Builder:
         entrances += self._workload_entrances()
         entrances.sort(key=lambda e: e.sort_key)
         return ExposureModel(
-            entrances=tuple(entrances), services=views, listed=tuple(listed), implied=tuple(implied.values()),
+            entrances=tuple(entrances), services=views, listed=listed, implied=tuple(implied.values()),
             declared=tuple(declared),
             gateways=tuple(gateways), routes=tuple(routes), node_addresses=self.node_ips, settings=self.settings,
             notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index,
@@ -194,7 +201,7 @@ class _Builder:
 
     # --- Services ---------------------------------------------------------------------------
 
-    def _lb_addresses(self, ingress: Iterable[str], requested: list[tuple[str, str]], labels: Mapping[str, str],
+    def _lb_addresses(self, ingress: Iterable[str], requested: Sequence[tuple[str, str]], labels: Mapping[str, str],
                       lb_ipam: bool, lb_class: str | None, evidence: Evidence, live: bool) -> tuple[Address, ...]:
         listed = list(ingress)
         if listed:
@@ -219,25 +226,27 @@ class _Builder:
         return (Address(AddressKind.LOAD_BALANCER_IP, None, detail, evidence, pools=pools),)
 
     def _service_view(self, service: K8sObject, gateway_ref: ObjectRef | None) -> ServiceView:
+        ref = service.ref
         kind, lb_class = service_type(service), load_balancer_class(service)
         external = external_ips(service)
         # Cilium's selectors only ever look at the Services that get an address of their own.
         labels = service_selector_labels(service) if kind == "LoadBalancer" or external else {}
-        evidence = Evidence(service.ref, service.source, "spec.type")
+        evidence = Evidence(ref, service.source, "spec.type")
         lb_ipam = lb_ipam_serves(kind, lb_class, self.settings.default_lb_ipam)
+        requested, ingress = requested_ips(service), ingress_addresses(service)
         announcing: Announcing = NOT_NEEDED
         addresses: tuple[Address, ...] = ()
         if kind == "LoadBalancer":
             announcing = self.announcers.announcing(labels, lb_class, self.settings, self.known)
-            addresses = self._lb_addresses(ingress_addresses(service), requested_ips(service), labels, lb_ipam,
-                                           lb_class, evidence, self.snapshot.read_from_cluster(service))
+            addresses = self._lb_addresses(ingress, requested, labels, lb_ipam, lb_class, evidence,
+                                           self.snapshot.read_from_cluster(service))
         selector = service.spec.get("selector")
         return ServiceView(
-            ref=service.ref, declared=Declared.OBJECT, subject=_subject(service), type=kind,
+            ref=ref, declared=Declared.OBJECT, subject=_subject(service), type=kind,
             external_traffic_policy=external_traffic_policy(service), load_balancer_class=lb_class,
             ports=tuple(service_ports(service)), evidence=evidence, selector_labels=labels,
             pod_selector=string_labels(selector) if isinstance(selector, dict) and selector else None,
-            requested_ips=tuple(requested_ips(service)), ingress=tuple(ingress_addresses(service)),
+            requested_ips=tuple(requested), ingress=tuple(ingress),
             external_ips=tuple(external), allocates_node_ports=allocates_node_ports(service),
             gateway=gateway_ref, lb_ipam=lb_ipam, announcing=announcing, addresses=addresses,
         )
@@ -369,7 +378,9 @@ class _Builder:
                 ) -> tuple[list[RouteView], dict[tuple[ObjectRef, str], list[RouteView]]]:
         namespace_labels = ({ns.name: string_labels(ns.labels) for ns in self.snapshot.of_kind(kinds.NAMESPACE)}
                             if self.known(kinds.NAMESPACE) else None)
-        by_key = {**{(v.ref.namespace, v.ref.name): v for v in implied.values()}, **views}
+        # The listed Services first, then the Gateways' implied ones, looked up in turn: looking a backend
+        # up builds only its own view (`ServicesByName` is lazy; merging it into a dict would build them all).
+        by_key = _ListedThenImplied(views, {(v.ref.namespace, v.ref.name): v for v in implied.values()})
         backends = _BackendJudge(self.snapshot, by_key, self.grants, self.lines)
         hops: dict[ObjectRef, dict[int, ListenerHop]] = {}
         routes: list[RouteView] = []
@@ -603,6 +614,24 @@ def _node_addresses(nodes: list[K8sObject]) -> tuple[str, ...]:
                 found[str(address)] = (address.version, int(address))
     return tuple(sorted(found, key=lambda text: found[text]))
 
+
+
+class _ListedThenImplied(Mapping[tuple[str | None, str], ServiceView]):
+    """The input's Services by (namespace, name), then the Gateway-implied ones for the names it lacks."""
+
+    def __init__(self, listed: Mapping[tuple[str | None, str], ServiceView],
+                 implied: Mapping[tuple[str | None, str], ServiceView]) -> None:
+        self.listed, self.implied = listed, implied
+
+    def __getitem__(self, key: tuple[str | None, str]) -> ServiceView:
+        return self.listed[key] if key in self.listed else self.implied[key]
+
+    def __iter__(self) -> Iterator[tuple[str | None, str]]:
+        yield from self.listed
+        yield from (key for key in self.implied if key not in self.listed)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 _Problem = tuple[BackendProblem, str, bool]  # (problem, why, verified)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from auditor.exposure.gateway import hostnames_intersect
 from auditor.exposure.model import (
@@ -30,6 +30,102 @@ if TYPE_CHECKING:
     from auditor.exposure.workloads import WorkloadIndex
 
 
+Key = tuple[str | None, str]  # (namespace, name)
+
+
+class ServiceViews(Sequence[ServiceView]):
+    """The input's Services as views, in input order, each built the first time it is asked for.
+
+    Most Services of a large cluster are ClusterIP Services that open no door; building a view
+    for each (a frozen dataclass of twenty fields, its subject, evidence and ports) was most of
+    the model's time on a 100k-Service dump, where only a few are ever looked at again (the
+    Service of a finding, a route's backend). The builder asks at once for the views of the
+    Services that open a door; a view is the same whenever it is built (a pure function of the
+    Service and what the builder indexed before).
+    """
+
+    def __init__(self, keys: Sequence[Key], types: Sequence[str], build: Callable[[int], ServiceView]) -> None:
+        self._keys, self._types, self._build = keys, types, build
+        self._views: list[ServiceView | None] = [None] * len(keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, index: int) -> ServiceView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ServiceView]: ...
+
+    def __getitem__(self, index: int | slice) -> ServiceView | Sequence[ServiceView]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        view = self._views[index]
+        if view is None:
+            view = self._views[index] = self._build(index % len(self) if index < 0 else index)
+        return view
+
+    def __iter__(self) -> Iterator[ServiceView]:
+        return (self[i] for i in range(len(self)))
+
+    def of_type(self, *types: str) -> list[ServiceView]:
+        """The views of the Services of these `spec.type`s, in input order (building only those)."""
+        return [self[i] for i, kind in enumerate(self._types) if kind in types]
+
+    def named(self, namespace: str | None, name: str) -> list[ServiceView]:
+        """Every view of the Service `namespace/name`, in input order (a base and an overlay are two)."""
+        key = (namespace, name)
+        positions = self._defined_again.get(key)
+        if positions is None:
+            first = self.first_named().get(key)
+            positions = [] if first is None else [first]
+        return [self[i] for i in positions]
+
+    def first_named(self) -> Mapping[Key, int]:
+        """(namespace, name) -> the position of its first definition, the one lookups find."""
+        return self._first
+
+    @cached_property
+    def _first(self) -> dict[Key, int]:
+        """In input order. Built at C speed when every identity is defined once (nearly always)."""
+        once = dict(zip(self._keys, range(len(self._keys)), strict=True))
+        if len(once) == len(self._keys):
+            return once
+        first: dict[Key, int] = {}
+        for position, key in enumerate(self._keys):
+            first.setdefault(key, position)
+        return first
+
+    @cached_property
+    def _defined_again(self) -> dict[Key, list[int]]:
+        """The positions of the identities defined more than once (none, most of the time)."""
+        if len(self._first) == len(self._keys):
+            return {}
+        grouped: dict[Key, list[int]] = defaultdict(list)
+        for position, key in enumerate(self._keys):
+            grouped[key].append(position)
+        return {key: positions for key, positions in grouped.items() if len(positions) > 1}
+
+
+class ServicesByName(Mapping[Key, ServiceView]):
+    """The first view of each (namespace, name), built when looked up, as `ServiceViews` builds them."""
+
+    def __init__(self, views: ServiceViews) -> None:
+        self._views, self._first = views, views.first_named()
+
+    def __getitem__(self, key: Key) -> ServiceView:
+        return self._views[self._first[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._first
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+
 @dataclass(frozen=True, eq=False)
 class ExposureModel:
     """Every way in of one snapshot (`entrances`, sorted by address then port) and what they are made of.
@@ -44,8 +140,9 @@ class ExposureModel:
 
     entrances: tuple[Entrance, ...]
     services: Mapping[tuple[str | None, str], ServiceView]
-    listed: tuple[ServiceView, ...]  # every Service of the input, in input order (two definitions of one
-    # identity, a base and an overlay, are two views; `services` keeps the first, as the snapshot does)
+    listed: Sequence[ServiceView]  # every Service of the input, in input order (two definitions of one
+    # identity, a base and an overlay, are two views; `services` keeps the first, as the snapshot does);
+    # a `ServiceViews` when built by auditor.exposure.build: views made on first use
     implied: tuple[ServiceView, ...]
     declared: tuple[ServiceView, ...]
     gateways: tuple[GatewayView, ...]
@@ -71,6 +168,12 @@ class ExposureModel:
             return found
         return next((v for v in self.implied if v.ref.namespace == namespace and v.ref.name == name), None)
 
+    def service_views_of_type(self, *types: str) -> Iterator[ServiceView]:
+        """`service_views()` of these `spec.type`s only (without building the input's other views)."""
+        listed = self.listed.of_type(*types) if isinstance(self.listed, ServiceViews) else self.listed
+        yield from (view for view in listed if view.type in types)
+        yield from (view for view in (*self.implied, *self.declared) if view.type in types)
+
     def workloads_of(self, view: ServiceView) -> tuple[Workload, ...]:
         """The workloads (top-level owners: Deployment, DaemonSet...) whose pods the Service's selector selects."""
         if self.workload_index is None or not view.pod_selector:
@@ -78,13 +181,16 @@ class ExposureModel:
         return tuple(Workload(obj.ref, Evidence(obj.ref, obj.source, "pod template labels"))
                      for obj in self.workload_index.selected_by(view.ref.namespace, view.pod_selector))
 
-    @cached_property
-    def _views_by_subject(self) -> dict[Subject, ServiceView]:
-        return {view.subject: view for view in self.service_views()}
-
     def view_of(self, subject: Subject) -> ServiceView | None:
-        """The Service a subject stands for (a Service, a Gateway's data-plane Service, a values declaration)."""
-        return self._views_by_subject.get(subject)
+        """The Service a subject stands for (a Service, a Gateway's data-plane Service, a values declaration);
+        of several views with an equal subject, the last one."""
+        for view in reversed((*self.declared, *self.implied)):
+            if view.subject == subject:
+                return view
+        ref = subject.ref
+        listed = (self.listed.named(ref.namespace, ref.name) if isinstance(self.listed, ServiceViews)
+                  else self.listed)  # a listed view's subject names its own Service
+        return next((view for view in reversed(listed) if view.subject == subject), None)
 
     # --- entrances ----------------------------------------------------------------------------
 

@@ -132,7 +132,8 @@ def requested_addresses(annotations: Mapping[str, Any], load_balancer_ip: Any) -
 
 def lb_ipam_handles(service: K8sObject, default_ipam: str | None) -> bool:
     """Whether Cilium's LB-IPAM allocates for this LoadBalancer Service (see `lb_ipam_serves`)."""
-    return lb_ipam_serves(service_type(service), load_balancer_class(service), default_ipam)
+    kind = service_type(service)  # asked of every Service by two rules: the class only of LoadBalancers
+    return kind == "LoadBalancer" and lb_ipam_serves(kind, load_balancer_class(service), default_ipam)
 
 
 def lb_ipam_serves(kind: str, lb_class: str | None, default_ipam: str | None) -> bool:

@@ -20,7 +20,8 @@ EXPOSING_TYPES = ("LoadBalancer", "NodePort")
 
 def service_type(service: K8sObject) -> str:
     """`spec.type`, defaulting to ClusterIP as the API server does."""
-    return as_str(service.spec.get("type"), "ClusterIP") or "ClusterIP"
+    kind = service.spec.get("type")
+    return kind if isinstance(kind, str) and kind else "ClusterIP"
 
 
 def load_balancer_class(service: K8sObject) -> str | None:
@@ -57,19 +58,20 @@ class ServicePort:
 def service_ports(service: K8sObject) -> list[ServicePort]:
     """The Service's ports that have a port number (malformed entries skipped)."""
     out = []
-    for raw in as_list(service.spec.get("ports")):
-        entry = as_mapping(raw)
+    for entry in as_list(service.spec.get("ports")):
+        if not isinstance(entry, dict):
+            continue  # a malformed entry has no port number either
         number = entry.get("port")
         if not isinstance(number, int) or isinstance(number, bool):
             continue
-        target = entry.get("targetPort")
-        node_port = entry.get("nodePort")
+        name, protocol, target, node_port = (entry.get("name"), entry.get("protocol"), entry.get("targetPort"),
+                                             entry.get("nodePort"))
         out.append(ServicePort(
-            name=as_str(entry.get("name")),
-            port=number,
-            protocol=as_str(entry.get("protocol"), "TCP") or "TCP",
-            target=target if isinstance(target, (int, str)) and not isinstance(target, bool) else None,
-            node_port=node_port if isinstance(node_port, int) and not isinstance(node_port, bool) else None,
+            name if isinstance(name, str) else "",
+            number,
+            protocol if isinstance(protocol, str) and protocol else "TCP",
+            target if isinstance(target, (int, str)) and not isinstance(target, bool) else None,
+            node_port if isinstance(node_port, int) and not isinstance(node_port, bool) else None,
         ))
     return out
 

@@ -34,7 +34,6 @@ fingerprint with the target branch's report.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections import Counter
@@ -43,6 +42,7 @@ from typing import Any
 
 from auditor.engine import AuditResult
 from auditor.model import Finding, FindingStatus, InputProblem, Severity, Source
+from auditor.report.json_text import dumps_indented
 
 SEVERITIES = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "minor"}
 EXCEPTED_SEVERITY = "info"
@@ -135,4 +135,4 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def render(result: AuditResult) -> str:
-    return _SURROGATE.sub("\ufffd", json.dumps(to_list(result), indent=2, ensure_ascii=False)) + "\n"
+    return _SURROGATE.sub("\ufffd", dumps_indented(to_list(result))) + "\n"

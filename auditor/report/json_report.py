@@ -6,7 +6,6 @@ a change to it is a change of `reportVersion`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from auditor import TOOL_NAME, __version__
@@ -16,6 +15,7 @@ from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
 from auditor.exposure import Address, Announcing, Entrance, Evidence, JudgedEntrance
 from auditor.model import ClusterInfo, Finding, InputProblem, NamespaceOrigin, ObjectRef, Source
+from auditor.report.json_text import dumps_indented
 from auditor.report.repository import remark_dicts
 from auditor.report.sources import ConfigSources
 from auditor.repository import RemarkKind, RepositoryView, ScopeView
@@ -341,4 +341,4 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
 
 
 def render(result: AuditResult) -> str:
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n"
+    return dumps_indented(to_dict(result)) + "\n"

@@ -34,7 +34,6 @@ the same input audited from the same directory gives the same bytes.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -48,6 +47,7 @@ from auditor.engine import AuditResult, RuleResult
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, InputProblem, RuleStatus, Severity
 from auditor.report.json_report import namespace_origin_dict, repository_dict, scope_dict, sources_dict, summary_dict
+from auditor.report.json_text import dumps_indented
 from auditor.report.sources import BUILTIN, ConfigSources
 
 SARIF_VERSION = "2.1.0"
@@ -395,4 +395,4 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def render(result: AuditResult, verbose: bool = False) -> str:
-    return _SURROGATE.sub("\ufffd", json.dumps(to_dict(result, verbose=verbose), indent=2, ensure_ascii=False)) + "\n"
+    return _SURROGATE.sub("\ufffd", dumps_indented(to_dict(result, verbose=verbose))) + "\n"

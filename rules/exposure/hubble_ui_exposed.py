@@ -24,7 +24,13 @@ LABELS = (("k8s-app", NAME), ("app.kubernetes.io/name", NAME))
 
 
 def _is_hubble_ui(service: K8sObject) -> bool:
-    return service.name == NAME or any(service.labels.get(key) == value for key, value in LABELS)
+    if service.name == NAME:
+        return True
+    labels = service.labels
+    for key, value in LABELS:  # noqa: SIM110 - asked of every Service: a loop, not a generator
+        if labels.get(key) == value:
+            return True
+    return False
 
 
 def _ingress_backends(ingress: K8sObject) -> list[str]:

@@ -105,8 +105,8 @@ class EtpLocalUnderL2(Rule):
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         model = ctx.exposures
-        candidates = [v for v in model.service_views()
-                      if v.type == "LoadBalancer" and v.load_balancer_class in (None, exposure.L2_LB_CLASS)]
+        candidates = [v for v in model.service_views_of_type("LoadBalancer")
+                      if v.load_balancer_class in (None, exposure.L2_LB_CLASS)]
         for view in candidates:
             ctx.examined(view.subject.ref)
         local = [v for v in candidates if v.external_traffic_policy == "Local"]

@@ -91,7 +91,8 @@ class L2ServiceUnannounced(Rule):
                 raise NotRun(f"{WHAT}: {settings.l2.why if settings.l2.on is None else settings.bgp.why}")
             ctx.examined_configuration()  # judged: neither L2 nor BGP
             return  # neither L2 nor BGP: no announcement mechanism to judge
-        views = [v for v in (*model.listed, *model.implied) if v.type == "LoadBalancer" and v.lb_ipam]
+        views = [v for v in model.service_views_of_type("LoadBalancer")
+                 if v.declared is not exposure.Declared.HELM_VALUES and v.lb_ipam]  # the input's and the implied
         findings, unknown = [], []
         for view in views:
             state = view.announcing.state

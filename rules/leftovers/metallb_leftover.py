@@ -108,9 +108,10 @@ class MetallbLeftover(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        for obj in snapshot.objects:
-            if obj.group != METALLB_GROUP:
-                continue
+        # The metallb.io kinds the input holds, from the snapshot's index (not a pass over every object);
+        # findings and examined objects are sorted by the engine, whatever the order here.
+        metallb_kinds = [gk for gk in snapshot.kinds() if gk.partition(".")[2] == METALLB_GROUP]
+        for obj in snapshot.of_kind(*metallb_kinds):
             ctx.examined(obj)
             active = obj.kind in ACTIVE_KINDS
             yield self.finding(
@@ -135,6 +136,8 @@ class MetallbLeftover(Rule):
                 why = "MetalLB controller: assigns LoadBalancer addresses beside Cilium LB-IPAM"
             yield self.finding(workload, why)
         for service in snapshot.of_kind(kinds.SERVICE):
+            if not service.annotations:
+                continue
             keys = sorted(
                 key for key in service.annotations
                 if isinstance(key, str) and key.startswith(ANNOTATION_PREFIXES)
