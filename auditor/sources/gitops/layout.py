@@ -267,8 +267,9 @@ class _Resolver:
                 notes.append(Note(app.origin, f"Argo CD {app.kind} {app.name}: {label} {written} is not a file of "
                                               "this tree (another source, a URL): not read"))
             elif helm.get("ignoreMissingValueFiles") is True or "{{" in written:
+                why = "ignoreMissingValueFiles: Argo CD skips it" if "{{" not in written else "a template parameter"
                 notes.append(Note(app.origin, f"Argo CD {app.kind} {app.name}: {label} {written} is not in the "
-                                              "tree: not read"))
+                                              f"tree ({why}): not read"))
             else:
                 problems.append(Problem(app.origin, f"Argo CD {app.kind} {app.name}: {label} {path} is not in the "
                                                     "tree (Argo CD fails to render the chart without it)"))
