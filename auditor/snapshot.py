@@ -165,7 +165,8 @@ class Snapshot:
         return self._by_key.get((gk, namespace, name))
 
     def values_files(self, obj: K8sObject) -> tuple[ValuesFile, ...]:
-        """The Helm values files `obj` (a HelmRelease) reads through `valuesFrom`, in `valuesFrom` order."""
+        """The Helm values files `obj` reads: a HelmRelease through `valuesFrom`, in `valuesFrom` order; an Argo
+        CD Application from its in-repo chart, in Argo CD's order (values.yaml, then `helm.valueFiles`)."""
         return self.values_from.get(object_key(obj), ()) if self.values_from else ()
 
     def namespace_origin(self, ref: ObjectRef, source: Source | None) -> NamespaceOrigin | None:

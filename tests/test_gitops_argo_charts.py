@@ -117,7 +117,8 @@ def test_an_exception_on_the_application_excepts_its_chart_service(tmp_path: Pat
     _, report = audit_json(rel(ARGOCHARTS), "--exceptions", str(exceptions))
     assert failed(report, "lb-service-not-excepted", "excepted") == [
         ("Application/argocd/vpn", "charts/vpn/values.yaml:12")]
-    assert failed(report, "lb-service-not-excepted") == [("Application/argocd/media", "charts/media/values-prod.yaml:5")]
+    assert failed(report, "lb-service-not-excepted") == [
+        ("Application/argocd/media", "charts/media/values-prod.yaml:5")]
     (entry,) = report["exceptions"]
     assert (entry["status"], entry["matched"]) == ("used", 1)
 
@@ -191,3 +192,22 @@ def test_a_missing_value_file_is_a_problem_and_a_generated_application_never_sha
             "is not in the tree (Argo CD fails to render the chart without it)") in remarks
     assert ("argocd/charts.yaml", "Argo CD ApplicationSet api: Application argocd/api is already an object of "
             f"{tmp_path.name}; the values of chart charts/api are not read for it") in remarks
+
+
+def test_external_traffic_policy_in_chart_values_is_judged_as_on_a_rendered_service(tmp_path: Path) -> None:
+    """The same rule ids as for a rendered Service: `externalTrafficPolicy: Local` under L2 announcements."""
+    write_tree(tmp_path, {
+        "apps/root.yaml": APP.format(name="root", path="argocd", helm=""),
+        "argocd/api.yaml": APP.format(name="api", path="charts/api", helm=""),
+        "argocd/cilium.yaml": APP.format(name="kube-system", path="infra", helm=""),
+        "charts/api/Chart.yaml": CHART.format(name="api"),
+        "charts/api/values.yaml": LB_VALUES + "    externalTrafficPolicy: Local\n",
+        "infra/cilium-config.yaml": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cilium-config}\n"
+                                     "data: {enable-l2-announcements: \"true\"}\n"),
+        "infra/l2.yaml": ("apiVersion: cilium.io/v2alpha1\nkind: CiliumL2AnnouncementPolicy\nmetadata: {name: all}\n"
+                          "spec: {loadBalancerIPs: true}\n"),
+    })
+    _, report = audit_json(str(tmp_path), "--rule", "etp-local-under-l2")
+    found = [(f["status"], f["object"]["kind"], f["object"]["name"], f["file"].removeprefix(f"{tmp_path}/"), f["line"])
+             for f in report["findings"]]
+    assert found == [("failed", "Application", "api", "charts/api/values.yaml", 3)]

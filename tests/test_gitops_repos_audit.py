@@ -237,7 +237,7 @@ def test_khuedoan_homelab(reports: dict[str, dict[str, Any]]) -> None:
     report = reports[repo]
     tree = GITOPS / repo
     assert found(report, repo, "lb-service-not-excepted") == [
-        ("khuedoan__homelab", "lb-service-not-excepted", "Application/argocd/wireguard", "apps/wireguard/values.yaml:19")]
+        (repo, "lb-service-not-excepted", "Application/argocd/wireguard", "apps/wireguard/values.yaml:19")]
     wireguard = finding(report, "lb-service-not-excepted", "wireguard")
     assert wireguard["message"].startswith(
         f"app-template.service.wireguard.type in {tree}/apps/wireguard/values.yaml (the chart's values.yaml; "
@@ -246,7 +246,8 @@ def test_khuedoan_homelab(reports: dict[str, dict[str, Any]]) -> None:
     # The generated Applications live in the ApplicationSet's namespace, which its argocd-apps entry gives.
     assert origin(wireguard, repo) == ("argocd", "manifest", "system/argocd/values.yaml:35")
     # Each generated Application deploys into its folder's namespace, and the tree holds no network policy.
-    folders = sorted(p.parent.name for group in ("system", "platform", "apps") for p in (tree / group).glob("*/Chart.yaml"))
+    folders = sorted(chart.parent.name for group in ("system", "platform", "apps")
+                     for chart in (tree / group).glob("*/Chart.yaml"))
     assert sorted(f[2] for f in found(report, repo, "namespace-missing-default-deny")) == [
         f"Namespace/{name}" for name in folders]
     assert report["duplicateObjects"] == []

@@ -11,8 +11,11 @@ Facts used (Argo CD 2.x/3.x):
   kustomize `namespace:`.
 - a path with a kustomization file is built with kustomize; one with a
   Chart.yaml is a Helm chart (rendered by Argo CD: its templates are not
-  read here); otherwise the folder's `*.yaml`, `*.yml` and `*.json` files are
-  applied, sub-folders only with `directory.recurse: true`.
+  read here, its values are: the chart's values.yaml, then `helm.valueFiles`
+  relative to the chart, then values, valuesObject, parameters on top, per
+  https://argo-cd.readthedocs.io/en/release-3.4/user-guide/helm/); otherwise
+  the folder's `*.yaml`, `*.yml` and `*.json` files are applied, sub-folders
+  only with `directory.recurse: true`.
 - an ApplicationSet's git `directories` generator makes one Application per
   matching folder; `{{path}}`, `{{path.basename}}`, `{{path[N]}}` (and
   `{{.path.path}}`, `{{.path.basename}}` with goTemplate) are filled in;

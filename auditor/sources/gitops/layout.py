@@ -16,7 +16,8 @@
    any entry point is one `(whole tree)` scope, said once in the notes;
 5. same-named cluster-scoped objects in one scope are noted as a sign of two
    clusters; HelmRelease `valuesFrom` ConfigMaps that a configMapGenerator of
-   the same build makes are mapped to their files.
+   the same build makes are mapped to their files, and each Argo CD
+   Application whose path is a chart folder to that chart's values files.
 
 Cost is linear in what the builds contain: each folder's plain build is
 computed once and shared by every build that includes it.
