@@ -211,3 +211,32 @@ def test_external_traffic_policy_in_chart_values_is_judged_as_on_a_rendered_serv
     found = [(f["status"], f["object"]["kind"], f["object"]["name"], f["file"].removeprefix(f"{tmp_path}/"), f["line"])
              for f in report["findings"]]
     assert found == [("failed", "Application", "api", "charts/api/values.yaml", 3)]
+
+
+def test_an_application_declared_in_argocd_apps_values_is_read_with_its_chart_values(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "bootstrap/root.yaml": APP.format(name="argocd", path="system/argocd", helm=""),
+        "system/argocd/Chart.yaml": ("apiVersion: v2\nname: argocd\nversion: 0.0.0\ndependencies:\n"
+                                     "  - {name: argocd-apps, version: 2.0.0, "
+                                     "repository: https://argoproj.github.io/argo-helm}\n"),
+        "system/argocd/values.yaml": """\
+            argocd-apps:
+              applications:
+                game:
+                  namespace: argocd
+                  source: {repoURL: https://example.com/lab.git, targetRevision: main, path: charts/game}
+                  destination: {name: in-cluster, namespace: games}
+            """,
+        "charts/game/Chart.yaml": CHART.format(name="game"),
+        "charts/game/values.yaml": "service:\n  main:\n    type: NodePort\n    ports: {game: {port: 25565}}\n",
+    })
+    _, report = audit_json(str(tmp_path), "--rule", "nodeport-service-not-excepted")
+    (game,) = report["findings"]
+    assert (game["object"]["kind"], game["object"]["namespace"], game["object"]["name"]) == ("Application", "argocd",
+                                                                                             "game")
+    assert (game["file"].removeprefix(f"{tmp_path}/"), game["line"]) == ("charts/game/values.yaml", 3)
+    assert "namespace games from the Argo CD destination at" in game["message"]
+    origin = game["namespaceFrom"]
+    assert (origin["reason"], origin["file"].removeprefix(f"{tmp_path}/"), origin["line"]) == (
+        "manifest", "system/argocd/values.yaml", 4)
+    assert origin["description"].endswith("(as the argocd-apps values say)")
