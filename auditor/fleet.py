@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # the sources', which this module sits above
 # error, then no verdict somewhere (not-run), then drift somewhere (failed).
 # Incompleteness ranks above drift so `complete` never claims a verdict that
 # one cluster could not reach.
-_STATUS_RANK = {RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2, RuleStatus.ERROR: 3}
+# Not applicable (declared so) ranks below a pass: a verdict reached in one cluster is the rule's verdict.
+_STATUS_RANK = {RuleStatus.NOT_APPLICABLE: -1, RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2,
+                RuleStatus.ERROR: 3}
 _COVERAGE_RANK = {CoverageState.NOT_SERVED: 0, CoverageState.PRESENT: 1, CoverageState.LISTED: 2,
                   CoverageState.MISSING: 3, CoverageState.FAILED: 4}
 _USAGE_RANK = {EntryStatus.INACTIVE: 0, EntryStatus.UNUSED: 1, EntryStatus.USED: 2, EntryStatus.EXPIRED: 3}

@@ -52,6 +52,8 @@ class ReadLimits:
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
     max_yaml_nodes: int = DEFAULT_MAX_NODES
     max_json_nodes: int = DEFAULT_MAX_JSON_NODES
+    # Paths a folder's walk skips (the configuration file's `exclude:`, docs/config.md): counted as ignored.
+    exclude: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -127,6 +129,9 @@ def _walk_directory(root: str, limits: ReadLimits,
             if entry.name.startswith("."):
                 continue
             path = os.path.join(directory, entry.name)
+            if limits.exclude is not None and limits.exclude(path):
+                yield path, IgnoredDocument(Source(path), "excluded by the configuration file (exclude:)")
+                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
