@@ -178,3 +178,64 @@ def test_the_ci_examples_run_the_config_files_audit() -> None:
             words = audit.split()[1:]
             assert all(word.startswith(("--json", "--junit", "--sarif", "--markdown", "--codequality", "--quiet",
                                         "$BASELINE", '"$')) or word == "\\" for word in words), audit
+
+
+def test_init_live_reads_the_cluster_with_the_options_of_audit_live(tmp_path: Path) -> None:
+    from tests.test_live_fixtures import kubeconfig, serve
+
+    (tmp_path / ".git").mkdir()
+    with serve("drifted") as server:
+        config_file = kubeconfig(server, tmp_path)
+        printed = run_cli("init", "--live", "--kubeconfig", config_file, "--dry-run", "--as-of", "2026-12-01",
+                          cwd=tmp_path)
+        assert printed.code == 0, printed.stderr
+        assert "from the cluster of context kubeapi-test as of 2026-12-01" in printed.stdout
+        _init(tmp_path, "--live", "--kubeconfig", config_file, "--as-of", "2026-12-01")
+        config = yaml.safe_load((tmp_path / ".cilium-audit.yaml").read_text())
+        assert "paths" not in config and "clusters" not in config  # a cluster: nothing offline to name
+        entries = yaml.safe_load((tmp_path / ".cilium-audit-exceptions.yaml").read_text())["exceptions"]
+        assert entries and all(e["reason"].startswith("TODO: ") and e["expires"] == "2026-12-31" for e in entries)
+        result = run_cli("live", "--kubeconfig", config_file, "-o", "json", "--as-of", "2026-12-01", cwd=tmp_path)
+        report = json.loads(result.stdout)
+        way_in_rules = {e["rule"] for e in report["exposures"]}
+        failing_ways_in = [f for f in report["findings"] if f["status"] == "failed" and f["rule"] in way_in_rules]
+        assert not failing_ways_in, failing_ways_in
+        assert report["sources"]["exceptions"]["file"] == ".cilium-audit-exceptions.yaml"
+    # The connection options are refused without --live, as `audit exposure` refuses them.
+    refused = run_cli("init", "--kubeconfig", config_file, cwd=tmp_path)
+    assert refused.code == 2 and "--kubeconfig: not without --live" in refused.stderr
+
+
+# --- the platform preset: a configuration file that says what the built-in defaults say -------------------
+
+FIXTURES = ROOT / "tests" / "fixtures"
+PRESET = FIXTURES / "config" / "platform-preset.yaml"
+CONFIG_SOURCE_FIELDS = ("sources", "exceptionsFile")
+
+
+def _fixture_inputs() -> list[Path]:
+    inputs = sorted(p for p in (FIXTURES / "clusters").iterdir() if p.suffix in (".json", ".yaml"))
+    for folder in ("gitops", "trace"):
+        inputs += sorted(p for p in (FIXTURES / folder).iterdir() if p.is_dir())
+    inputs += [FIXTURES / "ci" / "main", FIXTURES / "ci" / "mr", FIXTURES / "broken-tree", HOMELAB,
+               FIXTURES / "trace" / "live.yaml"]
+    return inputs
+
+
+@pytest.mark.parametrize("path", _fixture_inputs(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_the_platform_preset_reproduces_todays_verdicts_on_every_fixture(path: Path, tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # no configuration file above: the built-in defaults
+    args = (str(path), "-o", "json", "--as-of", "2026-12-01")
+    builtin = run_cli(*args, cwd=tmp_path)
+    preset = run_cli(*args, "--config", str(PRESET), cwd=tmp_path)
+    assert (preset.code, preset.stderr) == (builtin.code, builtin.stderr)
+    if builtin.code == 2:  # not an input the audit reads (a posture or exception file): the same error
+        return
+    reports = [json.loads(result.stdout) for result in (builtin, preset)]
+    # Only where the configuration came from differs: the preset's file, and the bundled list named by path.
+    assert reports[1]["sources"]["posture"]["file"].endswith("platform-preset.yaml")
+    assert reports[1]["sources"]["exceptions"] == reports[0]["sources"]["exceptions"] == {"builtin": True}
+    for report in reports:
+        for key in CONFIG_SOURCE_FIELDS:
+            report.pop(key)
+    assert reports[1] == reports[0]
