@@ -239,3 +239,29 @@ def test_the_platform_preset_reproduces_todays_verdicts_on_every_fixture(path: P
         for key in CONFIG_SOURCE_FIELDS:
             report.pop(key)
     assert reports[1] == reports[0]
+
+
+# --- real repositories (../shared/gitops, skipped when absent) ------------------------------------------
+
+SHARED_GITOPS = ROOT.parent / "shared" / "gitops"
+SHARED_REPOS = sorted(p.name for p in SHARED_GITOPS.iterdir() if p.is_dir()) if SHARED_GITOPS.is_dir() else []
+
+
+@pytest.mark.skipif(not SHARED_REPOS, reason=f"{SHARED_GITOPS} is absent: no real repositories to init")
+@pytest.mark.parametrize("name", SHARED_REPOS)
+def test_init_on_real_repositories_excepts_every_way_in_and_says_why_not_complete(name: str, tmp_path: Path) -> None:
+    repo = tmp_path / name
+    shutil.copytree(SHARED_GITOPS / name, repo)  # init writes into the repository: never into ../shared
+    (repo / ".git").mkdir()
+    _init(repo, "--as-of", "2026-12-01")
+    code, report = _audit_json(repo, "--as-of", "2026-12-01")
+    summary = report["summary"]
+    way_in_rules = {entrance["rule"] for entrance in report["exposures"]}
+    assert not [f for f in report["findings"] if f["status"] == "failed" and f["rule"] in way_in_rules]
+    assert summary["rulesNotRun"] == 0 and summary["rulesError"] == 0  # every rule that cannot run is declared
+    if not summary["complete"]:
+        # Only partial verdicts remain, each saying what it did not see (a declaration never waives those).
+        assert code == 3 and summary["rulesPartial"] > 0 and summary["inputProblems"] == 0
+        assert all(rule["didNotSee"] for rule in report["rules"] if rule.get("partial"))
+    else:
+        assert code in (0, 1)
