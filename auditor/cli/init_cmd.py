@@ -31,7 +31,8 @@ def _read_offline(path: str) -> tuple[list[tuple[str, Any]], Any, dict[str, str]
         return [(os.path.basename(os.path.abspath(path)), tree.snapshot)], None, {}
     scopes = [(scope.name, scope.snapshot) for scope in tree.scopes if scope.snapshot is not None]
     repository = tree.repository
-    clusters = {} if repository.single_scope else {
+    assert repository is not None  # a tree that is not plain has its layout
+    clusters: dict[str, str] = {} if repository.single_scope else {
         scope.name: scope.root for scope in repository.scopes if scope.kind is ScopeKind.CLUSTER}
     if any(not root for root in clusters.values()):  # a cluster without a folder of its own: left to detection
         clusters = {}
@@ -68,7 +69,8 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
     from auditor.project_config import FILE_NAME
 
     rule_set = registry.select(registry.load_rules(), (), ())
-    tree, clusters = None, {}
+    tree: Any = None
+    clusters: dict[str, str] = {}
     if live:
         snapshot = _read_live(cluster, rule_set)
         scopes, source = [(snapshot.cluster.context or "cluster", snapshot)], f"the cluster of context " \
