@@ -204,3 +204,18 @@ def test_the_schema_is_validated_and_documented() -> None:
     doc = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
     for key in schema["properties"]:
         assert f"`{key}`" in doc, f"docs/config.md does not describe {key}"
+
+
+def test_a_bare_audit_runs_the_configured_audit_and_options_still_win(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, "requireComplete: true\n")
+    bare = run_cli(cwd=repo)
+    assert bare.code == 3 and "Verdict: INCOMPLETE" in bare.stdout, bare.stderr  # requireComplete from the file
+    relaxed = run_cli("--no-require-complete", "-o", "json", cwd=repo)
+    report = json.loads(relaxed.stdout)
+    assert relaxed.code == report["summary"]["exitCode"] == 1 and report["summary"]["complete"] is False
+    # Without a configuration file, a bare `audit` is the usage error it was, and `audit --json x` asks for a PATH.
+    (tmp_path / "empty" / ".git").mkdir(parents=True)
+    bare = run_cli(cwd=tmp_path / "empty")
+    assert bare.code == 2 and bare.stderr.startswith("Usage: audit")
+    missing = run_cli("--json", "x.json", cwd=tmp_path / "empty")
+    assert missing.code == 2 and "Missing argument 'PATH...'" in missing.stderr
