@@ -277,13 +277,18 @@ class NotApplicable:
     reason: str
     origin: str
 
+    @property
+    def preamble(self) -> str:
+        """How a not-applicable rule's reason starts; why it could not run follows."""
+        return f"not applicable here: {self.reason} ({self.origin}); it could not run: "
+
 
 def _declared_not_applicable(result: RuleResult, declared: NotApplicable, notes: list[str]) -> None:
     """A rule that could not run and is declared not applicable is `not-applicable` (no verdict, no gap); one
     that did run keeps its verdict (fail closed: the declaration never hides findings) and the report says so."""
     if result.status is RuleStatus.NOT_RUN:
         result.status = RuleStatus.NOT_APPLICABLE
-        result.reason = f"not applicable here: {declared.reason} ({declared.origin}); it could not run: {result.reason}"
+        result.reason = f"{declared.preamble}{result.reason}"
     elif result.status is not RuleStatus.ERROR:
         notes.append(f"{declared.origin}: {result.id} is declared not applicable, but it ran on this input "
                      f"({result.status.value}): its verdict counts (remove the declaration?)")
