@@ -263,5 +263,10 @@ def test_init_on_real_repositories_excepts_every_way_in_and_says_why_not_complet
         # Only partial verdicts remain, each saying what it did not see (a declaration never waives those).
         assert code == 3 and summary["rulesPartial"] > 0 and summary["inputProblems"] == 0
         assert all(rule["didNotSee"] for rule in report["rules"] if rule.get("partial"))
+        # ... and the starter file said so: each partial rule with what it did not see.
+        written = (repo / ".cilium-audit.yaml").read_text()
+        for rule in report["rules"]:
+            if rule.get("partial"):
+                assert f"#   {rule['id']}: did not see " in written, rule["id"]
     else:
         assert code in (0, 1)

@@ -95,9 +95,11 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
     declared = starter.not_applicable(result)
     header = [f"Written by `audit init` from {source} as of {as_of.isoformat()} (docs/config.md).",
               "Review it before committing: it says what the input shows today, not what it should be."]
-    config = starter.config_text(header, not live, clusters, observed, declared, starter.EXCEPTIONS_FILE)
+    partial = starter.partial(result)
+    config = starter.config_text(header, not live, clusters, observed, declared, starter.EXCEPTIONS_FILE, partial)
     exceptions = starter.exceptions_text(header, entries)
-    summary = (f"{len(clusters) or len(scopes)} cluster(s), {len(declared)} rule(s) not applicable, "
+    found = f"clusters {', '.join(sorted(clusters))}" if clusters else "one scope"
+    summary = (f"{found}, {len(declared)} rule(s) not applicable, {len(partial)} partial, "
                f"{len(entries)} way(s) in excepted until {as_of + dt.timedelta(days=starter.EXPIRY_DAYS)}")
     if result.input_problems:
         summary += f"; {len(result.input_problems)} file(s) could not be read (audit lists them)"

@@ -148,12 +148,19 @@ def not_applicable(result: AuditResult) -> dict[str, str]:
             if rule.status is RuleStatus.NOT_RUN}
 
 
+def partial(result: AuditResult) -> list[str]:
+    """Every rule whose verdict is on part of the input, with what it did not see: a declaration cannot cover
+    those (their verdict counts), so the starter file names them, and requireComplete fails on them."""
+    return [f"{rule.id}: did not see {'; '.join(str(unseen) for unseen in rule.unseen)}"
+            for rule in sorted(result.rules, key=lambda r: r.id) if rule.partial]
+
+
 def _dump(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
 
 
 def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], observed: Observed,
-                declared: dict[str, str], exceptions_file: str) -> str:
+                declared: dict[str, str], exceptions_file: str, partial_rules: Sequence[str] = ()) -> str:
     """`.cilium-audit.yaml`: paths and clusters (offline), the gate, the rules not applicable, the posture."""
     body: dict[str, Any] = {}
     if offline:
@@ -168,6 +175,10 @@ def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], 
     body["posture"] = observed.posture
     body["exceptions"] = [exceptions_file]
     comments = [*header, "", "What the posture rests on (audit init):", *(f"  {remark}" for remark in observed.remarks)]
+    if partial_rules:
+        comments += ["", "Partial on this input: these rules judge only part of what they read, so requireComplete",
+                     "fails on them (exit 3) until the input shows the rest, or until rules.skip lists them:",
+                     *(f"  {line}" for line in partial_rules)]
     return "".join(f"# {line}".rstrip() + "\n" for line in comments) + _dump(body)
 
 
