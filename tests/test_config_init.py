@@ -256,6 +256,14 @@ def test_init_on_real_repositories_excepts_every_way_in_and_says_why_not_complet
     _init(repo, "--as-of", "2026-12-01")
     code, report = _audit_json(repo, "--as-of", "2026-12-01")
     summary = report["summary"]
+    # The clusters the file names (if any) read the tree as the layout's own entry points do.
+    (tmp_path / "plain.yaml").write_text("failOn: error\n")
+    _, detected = _audit_json(repo, ".", "--config", str(tmp_path / "plain.yaml"), "--as-of", "2026-12-01")
+
+    def scopes(result: dict) -> list[tuple[str, int, dict]]:
+        return [(c["name"], c["objects"], c["namespaceCoverage"]) for c in result["target"].get("clusters", [])]
+
+    assert scopes(report) == scopes(detected)
     way_in_rules = {entrance["rule"] for entrance in report["exposures"]}
     assert not [f for f in report["findings"] if f["status"] == "failed" and f["rule"] in way_in_rules]
     assert summary["rulesNotRun"] == 0 and summary["rulesError"] == 0  # every rule that cannot run is declared

@@ -21,22 +21,40 @@ from auditor.cli.live import ClusterOptions, cluster_options
 from auditor.errors import AuditError
 
 
-def _read_offline(path: str) -> tuple[list[tuple[str, Any]], Any, dict[str, str]]:
-    """(the scopes' snapshots, the tree read, the clusters as `name: folder`) of the folder `path`."""
+def _scope_objects(tree: Any) -> dict[str, list[tuple[str, int, str]]]:
+    """What each scope of a tree read holds: (file, line, effective namespace) of every object, sorted."""
+    return {scope.name: sorted((str(o.source.path), o.source.line or 0, o.namespace or "")
+                               for o in scope.snapshot.objects)
+            for scope in tree.scopes if scope.snapshot is not None}
+
+
+def _read_offline(path: str) -> tuple[list[tuple[str, Any]], Any, dict[str, str], list[str]]:
+    """(the scopes' snapshots, the tree read, the clusters as `name: folder`, remarks) of the folder `path`.
+
+    The clusters are written by folder only when naming them so reads the tree exactly as the layout's
+    entry points do (the same objects, each with the same namespace, in each cluster); otherwise they are
+    left to the entry points, and a remark names them."""
     from auditor.repository import ScopeKind
     from auditor.sources.gitops.audit_scopes import read_tree
+    from auditor.sources.gitops.layout import ClusterSpec
 
     tree = read_tree(path, input_problems=True)
     if tree.plain:
-        return [(os.path.basename(os.path.abspath(path)), tree.snapshot)], None, {}
+        return [(os.path.basename(os.path.abspath(path)), tree.snapshot)], None, {}, []
     scopes = [(scope.name, scope.snapshot) for scope in tree.scopes if scope.snapshot is not None]
     repository = tree.repository
     assert repository is not None  # a tree that is not plain has its layout
-    clusters: dict[str, str] = {} if repository.single_scope else {
+    found: dict[str, str] = {} if repository.single_scope else {
         scope.name: scope.root for scope in repository.scopes if scope.kind is ScopeKind.CLUSTER}
-    if any(not root for root in clusters.values()):  # a cluster without a folder of its own: left to detection
-        clusters = {}
-    return scopes, tree, clusters
+    if not found:
+        return scopes, tree, {}, []
+    if all(found.values()):
+        named = read_tree(path, input_problems=True, clusters=[ClusterSpec(n, root) for n, root in found.items()])
+        if _scope_objects(named) == _scope_objects(tree):
+            return scopes, tree, found, []
+    listed = ", ".join(f"{name} ({root or 'no folder of its own'})" for name, root in sorted(found.items()))
+    return scopes, tree, {}, [f"clusters: {listed}, found by the layout's entry points; not written by folder, "
+                              "which would read them differently (clusters: NAME: PATH names them by hand)"]
 
 
 def _read_live(cluster: ClusterOptions, rule_set: Any) -> Any:
@@ -76,9 +94,11 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
         scopes, source = [(snapshot.cluster.context or "cluster", snapshot)], f"the cluster of context " \
             f"{snapshot.cluster.context or '(in-cluster)'}"
     else:
-        scopes, tree, clusters = _read_offline(path)
+        scopes, tree, clusters, remarks = _read_offline(path)
         source = f"the repository {path}"
     observed = starter.observe(scopes)
+    if not live:
+        observed = starter.Observed(observed.posture, (*remarks, *observed.remarks))
     posture = from_config(LocatedConfig(observed.posture, {}), os.path.join(path, FILE_NAME))
     nothing = ExceptionList(starter.EXCEPTIONS_FILE, [])
 
@@ -98,7 +118,7 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
     partial = starter.partial(result)
     config = starter.config_text(header, not live, clusters, observed, declared, starter.EXCEPTIONS_FILE, partial)
     exceptions = starter.exceptions_text(header, entries)
-    found = f"clusters {', '.join(sorted(clusters))}" if clusters else "one scope"
+    found = f"clusters {', '.join(sorted(clusters))}" if clusters else f"{len(scopes)} scope(s)"
     summary = (f"{found}, {len(declared)} rule(s) not applicable, {len(partial)} partial, "
                f"{len(entries)} way(s) in excepted until {as_of + dt.timedelta(days=starter.EXPIRY_DAYS)}")
     if result.input_problems:

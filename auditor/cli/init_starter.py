@@ -174,7 +174,7 @@ def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], 
     body["requireComplete"] = complete
     body["posture"] = observed.posture
     body["exceptions"] = [exceptions_file]
-    comments = [*header, "", "What the posture rests on (audit init):", *(f"  {remark}" for remark in observed.remarks)]
+    comments = [*header, "", "What audit init saw (the posture rests on it):", *(f"  {remark}" for remark in observed.remarks)]
     if partial_rules:
         comments += ["", "Partial on this input: these rules judge only part of what they read, so requireComplete",
                      "fails on them (exit 3) until the input shows the rest, or until rules.skip lists them:",
