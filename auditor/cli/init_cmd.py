@@ -113,6 +113,8 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
         result = evaluate(scopes[0][1])
     entries = starter.way_in_exceptions(result, as_of)
     declared = starter.not_applicable(result)
+    if not declared and not any(r.status.value in ("passed", "failed") for r in result.rules):
+        observed = starter.Observed(observed.posture, (starter.NOTHING_RAN, *observed.remarks))
     header = [f"Written by `audit init` from {source} as of {as_of.isoformat()} (docs/config.md).",
               "Review it before committing: it says what the input shows today, not what it should be."]
     partial = starter.partial(result)

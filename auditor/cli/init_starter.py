@@ -142,8 +142,15 @@ def way_in_exceptions(result: AuditResult, as_of: dt.date) -> list[dict[str, Any
     return entries
 
 
+NOTHING_RAN = ("no rule could run on this input (it holds none of what the rules read): nothing is declared "
+               "not applicable and requireComplete is off, so the audit says 'not run' rather than a complete pass")
+
+
 def not_applicable(result: AuditResult) -> dict[str, str]:
-    """Every rule that could not run on this input, with why (its not-run reason), by rule id."""
+    """Every rule that could not run on this input, with why (its not-run reason), by rule id; nothing when no
+    rule reached a verdict at all: declaring every rule away would turn "nothing checked" into a complete pass."""
+    if not any(rule.status in (RuleStatus.PASSED, RuleStatus.FAILED) for rule in result.rules):
+        return {}
     return {rule.id: rule.reason for rule in sorted(result.rules, key=lambda r: r.id)
             if rule.status is RuleStatus.NOT_RUN}
 
@@ -168,13 +175,15 @@ def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], 
     if clusters:
         body["clusters"] = dict(sorted(clusters.items()))
     body["failOn"] = "error"
-    complete: dict[str, Any] = {"enabled": True}
+    nothing_ran = not declared and NOTHING_RAN in observed.remarks
+    complete: dict[str, Any] = {"enabled": not nothing_ran}
     if declared:
         complete["notApplicable"] = declared
     body["requireComplete"] = complete
     body["posture"] = observed.posture
     body["exceptions"] = [exceptions_file]
-    comments = [*header, "", "What audit init saw (the posture rests on it):", *(f"  {remark}" for remark in observed.remarks)]
+    comments = [*header, "", "What audit init saw (the posture rests on it):",
+                *(f"  {remark}" for remark in observed.remarks)]
     if partial_rules:
         comments += ["", "Partial on this input: these rules judge only part of what they read, so requireComplete",
                      "fails on them (exit 3) until the input shows the rest, or until rules.skip lists them:",
