@@ -95,6 +95,7 @@ class Summary:
     complete: bool
     fail_on: Severity
     exit_code: int
+    rules_not_applicable: int = 0  # could not run, and declared not applicable to this input (docs/config.md)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ class AuditResult:
             complete=self.complete,
             fail_on=self.fail_on,
             exit_code=self.exit_code,
+            rules_not_applicable=self.count(RuleStatus.NOT_APPLICABLE),
         )
 
     @property
@@ -311,6 +313,30 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
     return result
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """A rule declared not applicable to the audited input: why, and where that is written (`FILE:LINE`)."""
+
+    reason: str
+    origin: str
+
+    @property
+    def preamble(self) -> str:
+        """How a not-applicable rule's reason starts; why it could not run follows."""
+        return f"not applicable here: {self.reason} ({self.origin}); it could not run: "
+
+
+def _declared_not_applicable(result: RuleResult, declared: NotApplicable, notes: list[str]) -> None:
+    """A rule that could not run and is declared not applicable is `not-applicable` (no verdict, no gap); one
+    that did run keeps its verdict (fail closed: the declaration never hides findings) and the report says so."""
+    if result.status is RuleStatus.NOT_RUN:
+        result.status = RuleStatus.NOT_APPLICABLE
+        result.reason = f"{declared.preamble}{result.reason}"
+    elif result.status is not RuleStatus.ERROR:
+        notes.append(f"{declared.origin}: {result.id} is declared not applicable, but it ran on this input "
+                     f"({result.status.value}): its verdict counts (remove the declaration?)")
+
+
 def run(
     snapshot: Snapshot,
     rule_set: RuleSet,
@@ -320,6 +346,7 @@ def run(
     as_of: dt.date,
     fail_on: Severity = Severity.ERROR,
     require_complete: bool = False,
+    not_applicable: Mapping[str, NotApplicable] | None = None,
 ) -> AuditResult:
     cilium = cilium_config.resolve(snapshot)
     exposure_model = build_exposure_model(snapshot, cilium, posture)  # once, for every rule and the reports
@@ -327,8 +354,11 @@ def run(
     labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
     order = ExaminedOrder(snapshot)
+    notes = list(posture.notes)
     for rule in rule_set.rules:
         result = _run_rule(rule, snapshot, posture, cilium, exposure_model, order)
+        if not_applicable and rule.id in not_applicable:
+            _declared_not_applicable(result, not_applicable[rule.id], notes)
         stamped: list[Finding] = []
         for finding in result.findings:
             entry = matcher.apply(finding, labels_of)
@@ -359,7 +389,7 @@ def run(
         as_of=as_of,
         fail_on=fail_on,
         require_complete=require_complete,
-        notes=list(posture.notes),
+        notes=notes,
         duplicates=find_duplicates(snapshot.objects),
         posture_path=posture.path,
         exposure_model=exposure_model,

@@ -81,6 +81,10 @@ def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuit
         case.add_error_info(message=rule.reason, error_type=rule.status.value)
         cases.append(case)
         return TestSuite(rule.id, cases)
+    if rule.status is RuleStatus.NOT_APPLICABLE:  # declared so for this input: no verdict, never a failure
+        case = TestCase(rule.id, classname=rule.id)
+        case.add_skipped_info(rule.reason)
+        return TestSuite(rule.id, [case])
     if rule.status is RuleStatus.NOT_RUN:  # no verdict, and the run does not require one
         case = TestCase(rule.id, classname=rule.id)
         case.add_skipped_info(f"not run: {rule.reason}")
