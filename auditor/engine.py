@@ -65,6 +65,11 @@ class RuleResult:
         return bool(self.unseen) and self.status in (RuleStatus.PASSED, RuleStatus.FAILED)
 
     @property
+    def open_gap(self) -> bool:
+        """A partial verdict whose gap no configuration declares not applicable: it makes the audit incomplete."""
+        return self.partial and any(not unseen.declared for unseen in self.unseen)
+
+    @property
     def nothing_checked(self) -> bool:
         """A pass on input that holds nothing the rule judges (it says what: `reason`)."""
         return self.status is RuleStatus.PASSED and not self.examined and not self.findings
@@ -165,7 +170,7 @@ class AuditResult:
     def complete(self) -> bool:
         """Every file was read and every selected rule reached a verdict on all it judges."""
         return not self.input_problems and not any(
-            r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) or r.partial for r in self.rules)
+            r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) or r.open_gap for r in self.rules)
 
     @property
     def incomplete_gate(self) -> bool:
@@ -173,7 +178,7 @@ class AuditResult:
         run and partial verdicts on request (`--require-complete`, always with `audit live`)."""
         if self.input_problems or self.count(RuleStatus.ERROR):
             return True
-        return self.require_complete and bool(self.count(RuleStatus.NOT_RUN) or self.partial_count)
+        return self.require_complete and any(r.status is RuleStatus.NOT_RUN or r.open_gap for r in self.rules)
 
     @property
     def exit_code(self) -> int:
@@ -327,11 +332,15 @@ class NotApplicable:
 
 
 def _declared_not_applicable(result: RuleResult, declared: NotApplicable, notes: list[str]) -> None:
-    """A rule that could not run and is declared not applicable is `not-applicable` (no verdict, no gap); one
-    that did run keeps its verdict (fail closed: the declaration never hides findings) and the report says so."""
+    """A rule that could not run and is declared not applicable is `not-applicable` (no verdict, no gap). A
+    partial one keeps its verdict and findings (the declaration never hides findings), and what it did not see
+    is a declared gap, not an incomplete audit. One that ran on everything keeps its verdict; the report says so."""
     if result.status is RuleStatus.NOT_RUN:
         result.status = RuleStatus.NOT_APPLICABLE
         result.reason = f"{declared.preamble}{result.reason}"
+    elif result.partial:
+        accepted = f"declared not applicable here: {declared.reason} ({declared.origin})"
+        result.unseen = tuple(replace(unseen, declared=accepted) for unseen in result.unseen)
     elif result.status is not RuleStatus.ERROR:
         notes.append(f"{declared.origin}: {result.id} is declared not applicable, but it ran on this input "
                      f"({result.status.value}): its verdict counts (remove the declaration?)")

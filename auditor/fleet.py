@@ -63,7 +63,8 @@ def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
                           key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
         # What each cluster's verdict did not see, said per cluster (a rule not run there has its reason).
-        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}") for name, r in entries for u in r.unseen))
+        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}", u.declared)
+                                     for name, r in entries for u in r.unseen))
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
                                 template.rule, unseen))
     rules.sort(key=lambda r: r.id)

@@ -117,11 +117,11 @@ def _starter(path: str, live: bool, cluster: ClusterOptions, as_of: dt.date) -> 
         observed = starter.Observed(observed.posture, (starter.NOTHING_RAN, *observed.remarks))
     header = [f"Written by `audit init` from {source} as of {as_of.isoformat()} (docs/config.md).",
               "Review it before committing: it says what the input shows today, not what it should be."]
-    partial = starter.partial(result)
-    config = starter.config_text(header, not live, clusters, observed, declared, starter.EXCEPTIONS_FILE, partial)
+    config = starter.config_text(header, not live, clusters, observed, declared, starter.EXCEPTIONS_FILE)
     exceptions = starter.exceptions_text(header, entries)
     found = f"clusters {', '.join(sorted(clusters))}" if clusters else f"{len(scopes)} scope(s)"
-    summary = (f"{found}, {len(declared)} rule(s) not applicable, {len(partial)} partial, "
+    partial = sum(1 for rule in result.rules if rule.partial)
+    summary = (f"{found}, {len(declared)} rule(s) not applicable ({partial} of them partial), "
                f"{len(entries)} way(s) in excepted until {as_of + dt.timedelta(days=starter.EXPIRY_DAYS)}")
     if result.input_problems:
         summary += f"; {len(result.input_problems)} file(s) could not be read (audit lists them)"

@@ -147,19 +147,20 @@ NOTHING_RAN = ("no rule could run on this input (it holds none of what the rules
 
 
 def not_applicable(result: AuditResult) -> dict[str, str]:
-    """Every rule that could not run on this input, with why (its not-run reason), by rule id; nothing when no
-    rule reached a verdict at all: declaring every rule away would turn "nothing checked" into a complete pass."""
+    """Every rule that could not run on this input, with why (its not-run reason), and every rule whose verdict
+    is on part of it, with what it did not see (its verdict and findings still count: only the gap is
+    declared), by rule id; nothing when no rule reached a verdict at all: declaring every rule away would turn
+    "nothing checked" into a complete pass."""
     if not any(rule.status in (RuleStatus.PASSED, RuleStatus.FAILED) for rule in result.rules):
         return {}
-    return {rule.id: rule.reason for rule in sorted(result.rules, key=lambda r: r.id)
-            if rule.status is RuleStatus.NOT_RUN}
-
-
-def partial(result: AuditResult) -> list[str]:
-    """Every rule whose verdict is on part of the input, with what it did not see: a declaration cannot cover
-    those (their verdict counts), so the starter file names them, and requireComplete fails on them."""
-    return [f"{rule.id}: did not see {'; '.join(str(unseen) for unseen in rule.unseen)}"
-            for rule in sorted(result.rules, key=lambda r: r.id) if rule.partial]
+    declared: dict[str, str] = {}
+    for rule in sorted(result.rules, key=lambda r: r.id):
+        if rule.status is RuleStatus.NOT_RUN:
+            declared[rule.id] = rule.reason
+        elif rule.partial:
+            unseen = "; ".join(str(u) for u in rule.unseen)
+            declared[rule.id] = f"judges only part of this input (its findings count): did not see {unseen}"
+    return declared
 
 
 def _dump(data: Any) -> str:
@@ -167,7 +168,7 @@ def _dump(data: Any) -> str:
 
 
 def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], observed: Observed,
-                declared: dict[str, str], exceptions_file: str, partial_rules: Sequence[str] = ()) -> str:
+                declared: dict[str, str], exceptions_file: str) -> str:
     """`.cilium-audit.yaml`: paths and clusters (offline), the gate, the rules not applicable, the posture."""
     body: dict[str, Any] = {}
     if offline:
@@ -184,10 +185,6 @@ def config_text(header: Sequence[str], offline: bool, clusters: dict[str, str], 
     body["exceptions"] = [exceptions_file]
     comments = [*header, "", "What audit init saw (the posture rests on it):",
                 *(f"  {remark}" for remark in observed.remarks)]
-    if partial_rules:
-        comments += ["", "Partial on this input: these rules judge only part of what they read, so requireComplete",
-                     "fails on them (exit 3) until the input shows the rest, or until rules.skip lists them:",
-                     *(f"  {line}" for line in partial_rules)]
     return "".join(f"# {line}".rstrip() + "\n" for line in comments) + _dump(body)
 
 

@@ -110,7 +110,8 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
         out["reason"] = result.reason
     if result.partial:  # a verdict on part of what the rule judges: what it did not see, and why
         out["partial"] = True
-        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason} for unseen in result.unseen]
+        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason,
+                             **({"declared": unseen.declared} if unseen.declared else {})} for unseen in result.unseen]
     return out
 
 

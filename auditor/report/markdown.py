@@ -220,7 +220,8 @@ def _input_problems_section(result: AuditResult) -> list[str]:
 
 
 def _partial_section(result: AuditResult) -> list[str]:
-    rows = [[code(r.id), r.status.value, escape(u.what), escape(u.reason)] for r in result.rules if r.partial
+    rows = [[code(r.id), r.status.value, escape(u.what),
+             escape(f"{u.reason}; {u.declared}" if u.declared else u.reason)] for r in result.rules if r.partial
             for u in r.unseen]
     if not rows:
         return []

@@ -270,7 +270,7 @@ def _rule_notifications(result: AuditResult) -> list[dict[str, Any]]:
             execution.append(_notification("rule-not-applicable", "note",
                                            f"{rule_result.id}: {rule_result.reason}", rule))
         elif rule_result.partial:
-            level = "error" if result.require_complete else "note"
+            level = "error" if result.require_complete and rule_result.open_gap else "note"
             unseen = "; ".join(str(u) for u in rule_result.unseen)
             notification = _notification("rule-partial", level, f"{rule_result.id}: {rule_result.status.value} on "
                                          f"part of the input; did not see {unseen}", rule)

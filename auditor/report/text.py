@@ -470,7 +470,8 @@ def _unseen_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
     """`did not see: what (why)`, after the verdict line of a partial rule: its verdict is on the rest."""
     lines: list[str] = []
     for unseen in rule_result.unseen:
-        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)})"
+        declared = f"; {unseen.declared}" if unseen.declared else ""
+        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)}{declared})"
         lines += _labelled("did not see:", "yellow", text, ctx, "  ", "    ")
     return lines
 
