@@ -115,6 +115,13 @@ def load_validated(path: str, schema_name: str, what: str, text: str | None = No
         raise ConfigError(f"{where}: {what}: {error.problem}") from None
     if _bundled(path):
         return config
+    check_schema(config, path, schema_name, what)
+    return config
+
+
+def check_schema(config: LocatedConfig, path: str, schema_name: str, what: str, prefix: str = "") -> None:
+    """Refuse `config` (read from `path`) unless it is valid against `schema_name`: one line naming the
+    file, the line and the field (`prefix` before the field: the key of a section validated on its own)."""
     import jsonschema  # imported here: only runs that validate a config file pay for it
 
     validator = jsonschema.Draft202012Validator(load_schema(schema_name), format_checker=jsonschema.FormatChecker())
@@ -127,5 +134,5 @@ def load_validated(path: str, schema_name: str, what: str, text: str | None = No
         line = config.line_of(tuple(first.absolute_path))
         where = f"{path}:{line}" if line else path
         field = _describe_path(config.data, tuple(first.absolute_path))
+        field = f"{prefix}.{field}" if prefix and field != "(top level)" else prefix or field
         raise ConfigError(f"{where}: {what}: {field}: {_error_message(first)}")
-    return config

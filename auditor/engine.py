@@ -65,6 +65,11 @@ class RuleResult:
         return bool(self.unseen) and self.status in (RuleStatus.PASSED, RuleStatus.FAILED)
 
     @property
+    def open_gap(self) -> bool:
+        """A partial verdict whose gap no configuration declares not applicable: it makes the audit incomplete."""
+        return self.partial and any(not unseen.declared for unseen in self.unseen)
+
+    @property
     def nothing_checked(self) -> bool:
         """A pass on input that holds nothing the rule judges (it says what: `reason`)."""
         return self.status is RuleStatus.PASSED and not self.examined and not self.findings
@@ -95,6 +100,7 @@ class Summary:
     complete: bool
     fail_on: Severity
     exit_code: int
+    rules_not_applicable: int = 0  # could not run, and declared not applicable to this input (docs/config.md)
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,7 @@ class AuditResult:
     def complete(self) -> bool:
         """Every file was read and every selected rule reached a verdict on all it judges."""
         return not self.input_problems and not any(
-            r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) or r.partial for r in self.rules)
+            r.status in (RuleStatus.ERROR, RuleStatus.NOT_RUN) or r.open_gap for r in self.rules)
 
     @property
     def incomplete_gate(self) -> bool:
@@ -172,7 +178,7 @@ class AuditResult:
         run and partial verdicts on request (`--require-complete`, always with `audit live`)."""
         if self.input_problems or self.count(RuleStatus.ERROR):
             return True
-        return self.require_complete and bool(self.count(RuleStatus.NOT_RUN) or self.partial_count)
+        return self.require_complete and any(r.status is RuleStatus.NOT_RUN or r.open_gap for r in self.rules)
 
     @property
     def exit_code(self) -> int:
@@ -202,6 +208,7 @@ class AuditResult:
             complete=self.complete,
             fail_on=self.fail_on,
             exit_code=self.exit_code,
+            rules_not_applicable=self.count(RuleStatus.NOT_APPLICABLE),
         )
 
     @property
@@ -270,6 +277,34 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
     return result
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """A rule declared not applicable to the audited input: why, and where that is written (`FILE:LINE`)."""
+
+    reason: str
+    origin: str
+
+    @property
+    def preamble(self) -> str:
+        """How a not-applicable rule's reason starts; why it could not run follows."""
+        return f"not applicable here: {self.reason} ({self.origin}); it could not run: "
+
+
+def _declared_not_applicable(result: RuleResult, declared: NotApplicable, notes: list[str]) -> None:
+    """A rule that could not run and is declared not applicable is `not-applicable` (no verdict, no gap). A
+    partial one keeps its verdict and findings (the declaration never hides findings), and what it did not see
+    is a declared gap, not an incomplete audit. One that ran on everything keeps its verdict; the report says so."""
+    if result.status is RuleStatus.NOT_RUN:
+        result.status = RuleStatus.NOT_APPLICABLE
+        result.reason = f"{declared.preamble}{result.reason}"
+    elif result.partial:
+        accepted = f"declared not applicable here: {declared.reason} ({declared.origin})"
+        result.unseen = tuple(replace(unseen, declared=accepted) for unseen in result.unseen)
+    elif result.status is not RuleStatus.ERROR:
+        notes.append(f"{declared.origin}: {result.id} is declared not applicable, but it ran on this input "
+                     f"({result.status.value}): its verdict counts (remove the declaration?)")
+
+
 def run(
     snapshot: Snapshot,
     rule_set: RuleSet,
@@ -279,14 +314,18 @@ def run(
     as_of: dt.date,
     fail_on: Severity = Severity.ERROR,
     require_complete: bool = False,
+    not_applicable: Mapping[str, NotApplicable] | None = None,
 ) -> AuditResult:
     cilium = cilium_config.resolve(snapshot)
     exposure_model = build_exposure_model(snapshot, cilium, posture)  # once, for every rule and the reports
     matcher = ExceptionMatcher(exceptions, as_of)
     labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
+    notes = list(posture.notes)
     for rule in rule_set.rules:
         result = _run_rule(rule, snapshot, posture, cilium, exposure_model)
+        if not_applicable and rule.id in not_applicable:
+            _declared_not_applicable(result, not_applicable[rule.id], notes)
         stamped: list[Finding] = []
         for finding in result.findings:
             entry = matcher.apply(finding, labels_of)
@@ -317,7 +356,7 @@ def run(
         as_of=as_of,
         fail_on=fail_on,
         require_complete=require_complete,
-        notes=list(posture.notes),
+        notes=notes,
         duplicates=find_duplicates(snapshot.objects),
         posture_path=posture.path,
         exposure_model=exposure_model,

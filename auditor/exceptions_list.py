@@ -59,6 +59,8 @@ class ExceptionEntry:
     owner: str | None = None
     ticket: str | None = None
     line: int | None = None
+    # The file the entry was written in, when the list merges several (`.cilium-audit.yaml` `exceptions:`).
+    path: str | None = None
 
     def matches(self, finding: Finding, labels: Mapping[str, str] | None) -> bool:
         """Whether the entry covers `finding`; `labels` None (unknown) never satisfies a label match."""
@@ -92,15 +94,17 @@ class ExceptionUsage:
 
 @dataclass
 class ExceptionList:
-    path: str
+    path: str  # the file; `a.yaml, b.yaml` for a merged list (`load_merged`), whose entries name theirs
     entries: list[ExceptionEntry]
+    paths: tuple[str, ...] = ()  # the files of a merged list, in order
 
     def check_rules(self, known_rule_ids: set[str]) -> None:
         """Refuse entries naming rules that do not exist (a typo would silently except nothing)."""
         for entry in self.entries:
             for rule_id in entry.rules:
                 if rule_id not in known_rule_ids:
-                    where = f"{self.path}:{entry.line}" if entry.line else self.path
+                    path = entry.path or self.path
+                    where = f"{path}:{entry.line}" if entry.line else path
                     raise ConfigError(f"{where}: exception list: {entry.name}: {unknown_rule(rule_id, known_rule_ids)}")
 
 
@@ -204,6 +208,23 @@ def bundled_path() -> str:
 def default_path() -> str:
     """`./exceptions.yaml` when there is one, else the list shipped with the auditor."""
     return DEFAULT_FILE if os.path.isfile(DEFAULT_FILE) else bundled_path()
+
+
+def load_merged(paths: list[str]) -> ExceptionList:
+    """The exception files `paths` as one list, in order: each entry keeps its own file and line, and an
+    entry name used twice (in one file or across them) is an error naming both places."""
+    entries: list[ExceptionEntry] = []
+    first: dict[str, ExceptionEntry] = {}
+    for path in paths:
+        for entry in load(path).entries:
+            entry.path = path
+            if entry.name in first:
+                seen = first[entry.name]
+                raise ConfigError(f"{path}:{entry.line}: exception list: duplicate name {entry.name!r} "
+                                  f"(also at {seen.path}:{seen.line})")
+            first[entry.name] = entry
+            entries.append(entry)
+    return ExceptionList(", ".join(paths), entries, tuple(paths))
 
 
 def load(path: str) -> ExceptionList:

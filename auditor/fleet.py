@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # the sources', which this module sits above
 # error, then no verdict somewhere (not-run), then drift somewhere (failed).
 # Incompleteness ranks above drift so `complete` never claims a verdict that
 # one cluster could not reach.
-_STATUS_RANK = {RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2, RuleStatus.ERROR: 3}
+# Not applicable (declared so) ranks below a pass: a verdict reached in one cluster is the rule's verdict.
+_STATUS_RANK = {RuleStatus.NOT_APPLICABLE: -1, RuleStatus.PASSED: 0, RuleStatus.FAILED: 1, RuleStatus.NOT_RUN: 2,
+                RuleStatus.ERROR: 3}
 _COVERAGE_RANK = {CoverageState.NOT_SERVED: 0, CoverageState.PRESENT: 1, CoverageState.LISTED: 2,
                   CoverageState.MISSING: 3, CoverageState.FAILED: 4}
 _USAGE_RANK = {EntryStatus.INACTIVE: 0, EntryStatus.UNUSED: 1, EntryStatus.USED: 2, EntryStatus.EXPIRED: 3}
@@ -56,16 +58,29 @@ def _merge_rules(parts: list[tuple[str, AuditResult]]) -> list[RuleResult]:
         entries = per_rule[rule_id]
         template = entries[0][1]
         status = max((r.status for _, r in entries), key=lambda s: _STATUS_RANK[s])
-        reason = "; ".join(f"{name}: {r.reason}" for name, r in entries if r.reason)
+        reason = _merged_reason(entries)
         findings = sorted((replace(f, cluster=name) for name, r in entries for f in r.findings),
                           key=lambda f: f.sort_key)
         examined = [ref for _, r in entries for ref in r.examined]
         # What each cluster's verdict did not see, said per cluster (a rule not run there has its reason).
-        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}") for name, r in entries for u in r.unseen))
+        unseen = tuple(dict.fromkeys(Unseen(u.what, f"{name}: {u.reason}", u.declared)
+                                     for name, r in entries for u in r.unseen))
         rules.append(RuleResult(rule_id, template.title, template.severity, status, reason, findings, examined,
                                 template.rule, unseen))
     rules.sort(key=lambda r: r.id)
     return rules
+
+
+def _merged_reason(entries: list[tuple[str, RuleResult]]) -> str:
+    """Each cluster's reason, named; a declaration every cluster shares (not applicable) is said once, first."""
+    reasons = [(name, r.reason) for name, r in entries if r.reason]
+    marker = "; it could not run: "
+    preambles = {reason.partition(marker)[0] for _, r in entries for reason in [r.reason]
+                 if r.status is RuleStatus.NOT_APPLICABLE and marker in reason}
+    if len(preambles) == 1 and all(r.status is RuleStatus.NOT_APPLICABLE for _, r in entries):
+        preamble = f"{preambles.pop()}{marker}"
+        return preamble + "; ".join(f"{name}: {reason.removeprefix(preamble)}" for name, reason in reasons)
+    return "; ".join(f"{name}: {reason}" for name, reason in reasons)
 
 
 def _merge_exception_usage(parts: list[tuple[str, AuditResult]]) -> list[ExceptionUsage]:

@@ -88,6 +88,9 @@ class RuleStatus(enum.Enum):
     FAILED = "failed"
     NOT_RUN = "not-run"
     ERROR = "error"
+    # Could not run, and declared so for this input (`.cilium-audit.yaml` requireComplete.notApplicable):
+    # no verdict, but not a gap in the audit either.
+    NOT_APPLICABLE = "not-applicable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase, translate
 from typing import Any
 
-from auditor.config_files import load_validated, unknown_rule
+from auditor.config_files import check_schema, load_validated, unknown_rule
 from auditor.errors import ConfigError
 from auditor.model import Severity
+from auditor.parsing.yaml_docs import LocatedConfig
 
 SCHEMA = "posture.schema.json"
 DEFAULT_FILE = "audit-posture.yaml"
@@ -191,7 +192,17 @@ def load(path: str | None) -> Posture:
     """The posture in `path`, or the defaults when `path` is None."""
     if path is None:
         return Posture()
-    config = load_validated(path, SCHEMA, "posture")
+    return from_config(load_validated(path, SCHEMA, "posture"), path)
+
+
+def load_inline(config: LocatedConfig, path: str) -> Posture:
+    """The posture written inline in the configuration file `path` (its `posture:` key), validated."""
+    check_schema(config, path, SCHEMA, "config", prefix="posture")
+    return from_config(config, path)
+
+
+def from_config(config: LocatedConfig, path: str) -> Posture:
+    """The posture a valid posture document says; `path` is where it was written (origins, the contract)."""
     data = config.data or {}
     posture = Posture(path=path)
     exposure = data.get("exposure", {})

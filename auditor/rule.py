@@ -93,9 +93,12 @@ class Unseen:
 
     what: str  # what was not seen: a kind ("ConfigMaps"), or the objects it stands for
     reason: str  # why: "the input holds no ConfigMap objects"
+    # Set by the engine when the configuration declares the rule not applicable here: the gap is accepted,
+    # with its reason and line ("declared not applicable here: REASON (FILE:LINE)"); the verdict still counts.
+    declared: str = ""
 
     def __str__(self) -> str:
-        return f"{self.what} ({self.reason})"
+        return f"{self.what} ({self.reason}; {self.declared})" if self.declared else f"{self.what} ({self.reason})"
 
 
 class NotRun(Exception):

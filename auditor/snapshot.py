@@ -71,7 +71,8 @@ class Coverage:
 
 @dataclass(frozen=True, slots=True)
 class ValuesFile:
-    """Helm values a HelmRelease reads through `spec.valuesFrom[index]`, found in the input itself.
+    """Helm values a HelmRelease reads through `spec.valuesFrom[index]` (or an Argo CD Application from its
+    in-repo chart), found in the input itself.
 
     The GitOps reader maps a kustomize `configMapGenerator` file to the
     HelmRelease of the same build that reads the generated ConfigMap
@@ -87,6 +88,11 @@ class ValuesFile:
     lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
     target_path: str | None = None
     text: str | None = None  # the file's text, when known (a cheap first look before walking the values)
+    # An Argo CD Application's in-repo chart (docs/gitops.md): the source whose chart the file is values of
+    # (`("spec", "source")`, `("spec", "sources", N)`), and its label (`values.yaml`,
+    # `spec.source.helm.valueFiles[0]`); `index` is then the file's place in Argo CD's order.
+    source_key: tuple[str | int, ...] = ()
+    label: str = ""
 
 
 # An object as the GitOps reader keys what it knows about it: identity, and the file and line it was read at.
@@ -159,7 +165,8 @@ class Snapshot:
         return self._by_key.get((gk, namespace, name))
 
     def values_files(self, obj: K8sObject) -> tuple[ValuesFile, ...]:
-        """The Helm values files `obj` (a HelmRelease) reads through `valuesFrom`, in `valuesFrom` order."""
+        """The Helm values files `obj` reads: a HelmRelease through `valuesFrom`, in `valuesFrom` order; an Argo
+        CD Application from its in-repo chart, in Argo CD's order (values.yaml, then `helm.valueFiles`)."""
         return self.values_from.get(object_key(obj), ()) if self.values_from else ()
 
     def namespace_origin(self, ref: ObjectRef, source: Source | None) -> NamespaceOrigin | None:

@@ -82,7 +82,7 @@ def test_an_application_set_makes_one_application_per_matching_folder(layout: Tr
 
 def test_a_helm_chart_source_is_noted_not_rendered(layout: TreeLayout) -> None:
     assert ("charts/monitoring/Chart.yaml: Argo CD Application monitoring: Helm chart rendered by Argo CD; its "
-            "templates are not read") in {str(n) for n in layout.notes}
+            "values are read (values.yaml), its templates are not") in {str(n) for n in layout.notes}
 
 
 def test_applications_declared_in_argocd_apps_chart_values() -> None:

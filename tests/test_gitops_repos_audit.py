@@ -228,16 +228,33 @@ def test_samip5_k8s_cluster(reports: dict[str, dict[str, Any]]) -> None:
 
 
 def test_khuedoan_homelab(reports: dict[str, dict[str, Any]]) -> None:
-    """Every app is a Helm chart Argo CD renders (an ApplicationSet in the argocd chart's values): the cluster
-    holds no plain manifest, so there is nothing to find, and the rules that need objects say they did not run.
-    Its one LoadBalancer (apps/wireguard/values.yaml, app-template under a wrapper chart) is a chart's values,
-    noted as a chart Argo CD renders, not guessed."""
-    report = reports["khuedoan__homelab"]
-    assert report["findings"] == []
+    """Every app is a wrapper Helm chart Argo CD renders: the ApplicationSet `root` in the argocd chart's values
+    (system/argocd/values.yaml) generates one Application per folder of system/, platform/ and apps/, each in
+    the namespace named after its folder. The charts' values.yaml are read as those Applications' Helm values
+    (their templates are not): its one LoadBalancer, app-template's `service.wireguard.type` under the
+    `app-template:` key of apps/wireguard/values.yaml, is reported on the generated Application, at that line."""
+    repo = "khuedoan__homelab"
+    report = reports[repo]
+    tree = GITOPS / repo
+    assert found(report, repo, "lb-service-not-excepted") == [
+        (repo, "lb-service-not-excepted", "Application/argocd/wireguard", "apps/wireguard/values.yaml:19")]
+    wireguard = finding(report, "lb-service-not-excepted", "wireguard")
+    assert wireguard["message"].startswith(
+        f"app-template.service.wireguard.type in {tree}/apps/wireguard/values.yaml (the chart's values.yaml; "
+        f"namespace wireguard from the Argo CD destination at {tree}/system/argocd/values.yaml:50) requests a "
+        "LoadBalancer Service (51820/UDP)")
+    # The generated Applications live in the ApplicationSet's namespace, which its argocd-apps entry gives.
+    assert origin(wireguard, repo) == ("argocd", "manifest", "system/argocd/values.yaml:35")
+    # Each generated Application deploys into its folder's namespace, and the tree holds no network policy.
+    folders = sorted(chart.parent.name for group in ("system", "platform", "apps")
+                     for chart in (tree / group).glob("*/Chart.yaml"))
+    assert sorted(f[2] for f in found(report, repo, "namespace-missing-default-deny")) == [
+        f"Namespace/{name}" for name in folders]
+    assert report["duplicateObjects"] == []
     (cluster, unreached) = report["target"]["clusters"]
-    assert (cluster["objects"], unreached["objects"]) == (0, 6)
-    assert rule_status(report, "lb-service-not-excepted")["status"] == "not-run"
+    assert (cluster["objects"], unreached["objects"]) == (0, 6)  # objects of its files: the Applications are generated
     notes = [n for n in report["target"]["repository"]["notes"]
              if n.get("file", "").endswith("apps/wireguard/Chart.yaml")]
     assert [n["message"] for n in notes] == [
-        "Argo CD ApplicationSet wireguard: Helm chart rendered by Argo CD; its templates are not read"]
+        "Argo CD ApplicationSet wireguard: Helm chart rendered by Argo CD; its values are read (values.yaml), its "
+        "templates are not"]

@@ -142,6 +142,33 @@ def test_require_complete_makes_a_partial_verdict_exit_3_like_a_rule_not_run() -
     assert _run(PartialFail(), services=failing, require_complete=True).exit_code == 3  # incompleteness first
 
 
+def test_a_partial_verdict_declared_not_applicable_keeps_its_findings_and_is_no_gap() -> None:
+    """`requireComplete.notApplicable` (docs/config.md) accepts what a partial rule did not see, with the
+    declaration's reason and line: the run is complete, the verdict and its findings still count."""
+    failing = (_service("web"), _service("smtp", "LoadBalancer"))
+    snapshot = Snapshot.build(list(failing), inputs=["shop.yaml"])
+    declared = {"test-partial-fail": engine.NotApplicable("no Helm here", ".cilium-audit.yaml:4"),
+                "test-partial-pass": engine.NotApplicable("no Gateways here", ".cilium-audit.yaml:5")}
+    result = engine.run(snapshot, RuleSet([PartialFail(), PartialPass()], []), ExceptionList("(none)", []),
+                        Posture(), as_of=AS_OF, require_complete=True, not_applicable=declared)
+    fail, passed = _rule(result, "test-partial-fail"), _rule(result, "test-partial-pass")
+    assert (fail.status, passed.status) == (RuleStatus.FAILED, RuleStatus.PASSED)
+    assert fail.partial and not fail.open_gap and [f.object.name for f in fail.findings] == ["smtp"]
+    assert [u.declared for u in fail.unseen] == ["declared not applicable here: no Helm here (.cilium-audit.yaml:4)"]
+    summary = result.summary()
+    assert (summary.complete, summary.rules_partial, summary.exit_code) == (True, 2, 1)  # the finding fails it
+    report = to_dict(result)
+    report_validator().validate(report)
+    (unseen,) = next(r for r in report["rules"] if r["id"] == "test-partial-fail")["didNotSee"]
+    assert unseen["declared"].endswith("(.cilium-audit.yaml:4)")
+    junit = ET.fromstring(render("junit", result, WIDE))
+    assert not [c for c in junit.iter("testcase") if c.find("error") is not None]
+    # Without the declaration the same run is incomplete (exit 3): the gap is open.
+    undeclared = engine.run(snapshot, RuleSet([PartialFail(), PartialPass()], []), ExceptionList("(none)", []),
+                            Posture(), as_of=AS_OF, require_complete=True)
+    assert undeclared.exit_code == 3 and _rule(undeclared, "test-partial-fail").open_gap
+
+
 def test_a_full_verdict_is_complete() -> None:
     result = _run(NothingToCheck(), services=(_service("web", "NodePort"),), require_complete=True)
     assert result.complete and result.exit_code == 0 and not _rule(result, "test-nothing-to-check").partial

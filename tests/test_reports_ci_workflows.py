@@ -80,6 +80,7 @@ def _tree(into: Path, tree: str) -> None:
         shutil.rmtree(into / name, ignore_errors=True)
         shutil.copytree(FIXTURES / "ci" / tree / name, into / name)
     shutil.copy(FIXTURES / "ci" / "exceptions.yaml", into / "exceptions.yaml")
+    shutil.copy(FIXTURES / "ci" / "cilium-audit.yaml", into / ".cilium-audit.yaml")  # what `audit` runs (docs/config.md)
 
 
 @dataclass

@@ -410,6 +410,8 @@ def merged_release_values(snapshot: Snapshot, release: K8sObject) -> tuple[dict[
     elsewhere, a `targetPath` value) leaves the values incomplete. Returns
     (values, provenance label of each leaf, the files by label, complete).
     """
+    if release.gk == kinds.ARGO_APPLICATION:
+        return merged_application_values(snapshot, release)
     values: dict[str, Any] = {}
     provenance: dict[ValuesPath, str] = {}
     files: dict[str, ValuesFile] = {}
@@ -424,6 +426,44 @@ def merged_release_values(snapshot: Snapshot, release: K8sObject) -> tuple[dict[
     _merge(values, release.spec.get("values"), "spec.values", provenance)
     wanted = range(len(as_list(release.spec.get("valuesFrom"))))
     return values, provenance, files, all(index in read for index in wanted)
+
+
+def merged_application_values(snapshot: Snapshot, app: K8sObject) -> tuple[dict[str, Any], dict[ValuesPath, str],
+                                                                          dict[str, ValuesFile], bool]:
+    """An Argo CD Application's values for its in-repo chart, as Argo CD renders it: the chart's values.yaml,
+    `helm.valueFiles` in order, then `helm.values`, `helm.valuesObject`, `helm.parameters` of that source
+    ("Order of precedence is parameters > valuesObject > values > valueFiles > helm repository values.yaml",
+    https://argo-cd.readthedocs.io/en/release-3.4/user-guide/helm/). The files are those the GitOps reader
+    found for it (`Snapshot.values_files`), of the first source they belong to. Returns (values, provenance
+    label of each leaf, the files by label, complete: every string of values was read)."""
+    values: dict[str, Any] = {}
+    provenance: dict[ValuesPath, str] = {}
+    files: dict[str, ValuesFile] = {}
+    layers = snapshot.values_files(app)
+    key = layers[0].source_key if layers else ("spec", "source")
+    for layer in layers:
+        if layer.source_key == key and isinstance(layer.values, dict):
+            _merge(values, layer.values, layer.label, provenance)
+            files[layer.label] = layer
+    where = "".join(f"[{part}]" if isinstance(part, int) else (f".{part}" if i else part) for i, part in enumerate(key))
+    source: Any = app.raw
+    for part in key:
+        source = (source[part] if isinstance(source, list) and isinstance(part, int) and 0 <= part < len(source)
+                  else as_mapping(source).get(part) if isinstance(part, str) else None)
+    helm = as_mapping(as_mapping(source).get("helm"))
+    complete = True
+    text = helm.get("values")
+    if isinstance(text, str) and text.strip():
+        parsed, _ = _parse_embedded_values(text)
+        complete = parsed is not None
+        _merge(values, parsed, f"{where}.helm.values", provenance)
+    _merge(values, helm.get("valuesObject"), f"{where}.helm.valuesObject", provenance)
+    for parameter in as_list(helm.get("parameters")):
+        parameter = as_mapping(parameter)
+        name = as_str(parameter.get("name"))
+        complete = _set_parameter(values, name, parameter.get("value"), f"{where}.helm.parameters",
+                                  provenance) and complete
+    return values, provenance, files, complete
 
 
 def release_values(snapshot: Snapshot, release: K8sObject, version: str | None) -> HelmValues:

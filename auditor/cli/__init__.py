@@ -27,6 +27,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "snapshot": "auditor.cli.live:snapshot",
     "rbac": "auditor.cli.live:rbac",
     "version": "auditor.cli.version_cmd:version",
+    "config": "auditor.cli.config_cmd:config",
+    "init": "auditor.cli.init_cmd:init",
 }
 DEFAULT_COMMAND = "scan"
 
@@ -90,7 +92,16 @@ class AuditGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
             args = [DEFAULT_COMMAND, *args]
+        elif not args and _configured():
+            args = [DEFAULT_COMMAND]  # a bare `audit` in a configured repository audits it (docs/config.md)
         return super().parse_args(ctx, args)
+
+
+def _configured() -> bool:
+    """Whether a configuration file is in force for a run from here (AUDIT_CONFIG, or one found above)."""
+    from auditor.project_config import locate
+
+    return locate(None, ()) is not None
 
 
 @click.group(

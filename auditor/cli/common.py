@@ -67,6 +67,15 @@ class AuditOptions:
     # Every report asked for, checked together (`check_outputs`): two of them on standard output,
     # or in one file, is an error. Empty: `output_format` on stdout plus `output_files`.
     requests: list[ReportRequest] = field(default_factory=list)
+    # The configuration file (`.cilium-audit.yaml`, docs/config.md) and what it sets, once applied
+    # (`apply_project_config`): None / empty when there is none.
+    config_file: str | None = None  # --config
+    project: Any = None  # auditor.project_config.ProjectConfig
+    settings: dict[str, Any] = field(default_factory=dict)  # key -> effective.Setting
+    exceptions_files: tuple[str, ...] | None = None  # the file's `exceptions:` (merged), None: --exceptions/default
+    inline_posture: bool = False
+    severity: dict[str, str] = field(default_factory=dict)
+    not_applicable: dict[str, Any] = field(default_factory=dict)  # rule id -> engine.NotApplicable
 
 
 def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -95,8 +104,9 @@ def _option_decorators() -> list[Callable[[Callable[..., Any]], Callable[..., An
                      help="Posture file (default: ./audit-posture.yaml if present, else the platform defaults)."),
         click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
                      help="Lowest severity of a failed finding that makes the run exit 1."),
-        click.option("--require-complete", is_flag=True,
-                     help="Exit 3 when a selected rule could not run on the data it needs."),
+        click.option("--require-complete/--no-require-complete", default=False,
+                     help="Exit 3 when a selected rule could not run on the data it needs (--no-require-complete: "
+                          "not even when the configuration file's requireComplete says so)."),
         click.option("--rule", "only_rules", multiple=True, metavar="ID", type=RULE_ID,
                      help="Run only this rule (repeatable)."),
         click.option("--skip-rule", "skip_rules", multiple=True, metavar="ID", type=RULE_ID,
@@ -113,6 +123,9 @@ def _option_decorators() -> list[Callable[[Callable[..., Any]], Callable[..., An
         click.option("--baseline", "baseline_file", metavar="PREVIOUS.json", type=click.Path(dir_okay=False),
                      help="A previous JSON report: its findings no longer fail the run, only new ones do; "
                           "fixed ones are reported."),
+        click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Configuration file (default: $AUDIT_CONFIG, else the .cilium-audit.yaml found walking up "
+                          "from PATH to the repository root; docs/config.md). Options given here override it."),
     ]
 
 
@@ -140,7 +153,9 @@ def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
             color=kwargs.pop("color"),
             baseline_file=kwargs.pop("baseline_file"),
             verbosity=Verbosity.QUIET if quiet else Verbosity.VERBOSE if verbose else Verbosity.NORMAL,
+            config_file=kwargs.pop("config_file"),
         )
+        apply_project_config(options, kwargs)
         return command(options=options, **kwargs)
 
     for decorator in reversed(_option_decorators()):
@@ -186,19 +201,124 @@ def check_outputs(options: AuditOptions) -> list[tuple[str, Any]]:
     return destinations
 
 
+def _given(name: str) -> bool:
+    """Whether the option `name` was given on the command line (not its default)."""
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _flags(options: AuditOptions, kwargs: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The settings of the configuration file the command line gives (docs/config.md, precedence)."""
+    flags: dict[str, tuple[Any, str]] = {}
+    if kwargs.get("paths"):
+        flags["paths"] = (tuple(kwargs["paths"]), "flag PATH")
+    if kwargs.get("clusters"):
+        flags["clusters"] = (tuple((spec.name, spec.path) for spec in kwargs["clusters"]), "flag --cluster")
+    if options.only_rules:
+        flags["rules.only"] = (tuple(options.only_rules), "flag --rule")
+    if options.skip_rules:
+        flags["rules.skip"] = (tuple(options.skip_rules), "flag --skip-rule")
+    if _given("fail_on"):
+        flags["failOn"] = (options.fail_on, "flag --fail-on")
+    if _given("require_complete"):
+        option = "--require-complete" if options.require_complete else "--no-require-complete"
+        flags["requireComplete"] = (options.require_complete, f"flag {option}")
+    if options.posture_file:
+        flags["posture"] = (options.posture_file, "flag --posture")
+    if options.exceptions_file:
+        flags["exceptions"] = ((options.exceptions_file,), "flag --exceptions")
+    return flags
+
+
+def _defaults(project: Any) -> dict[str, Any]:
+    from auditor import exceptions_list, posture
+    from auditor.project_config.effective import BUILTIN, DEFAULT, Setting
+
+    folder = (project.folder,) if project is not None else ()
+    posture_file, exceptions_file = posture.default_path(), exceptions_list.default_path()
+    builtin_exceptions = exceptions_file == exceptions_list.bundled_path()
+    table: list[tuple[str, Any, str]] = [
+        ("paths", folder, f"{DEFAULT} (the configuration file's folder)" if folder else DEFAULT),
+        ("exclude", (), DEFAULT), ("clusters", (), f"{DEFAULT} (the tree's Flux and Argo CD entry points)"),
+        ("rules.only", (), f"{DEFAULT} (every rule)"), ("rules.skip", (), DEFAULT),
+        ("severity", {}, f"{DEFAULT} (each rule's own)"), ("failOn", "error", DEFAULT),
+        ("requireComplete", False, DEFAULT), ("notApplicable", {}, DEFAULT),
+        ("posture", posture_file, f"{DEFAULT} (./{posture.DEFAULT_FILE})" if posture_file else BUILTIN),
+        ("exceptions", None if builtin_exceptions else (exceptions_file,),
+         BUILTIN if builtin_exceptions else f"{DEFAULT} (./{exceptions_list.DEFAULT_FILE})"),
+    ]
+    return {key: Setting(key, value, origin) for key, value, origin in table}
+
+
+def apply_project_config(options: AuditOptions, kwargs: dict[str, Any]) -> None:
+    """Read the configuration file in force, if any (docs/config.md), and settle every option it sets.
+
+    Without a file (none found, none named), the options stay as given and nothing is imported or read
+    beyond the search itself: a run without configuration costs what it cost before."""
+    from auditor import project_config
+
+    located = project_config.locate(options.config_file, tuple(kwargs.get("paths") or ()))
+    if located is None:
+        return
+    from auditor.engine import NotApplicable
+    from auditor.project_config.effective import resolve, value_of
+
+    project = project_config.load(located)
+    settings = resolve(project, _flags(options, kwargs), _defaults(project))
+    options.project, options.settings = project, settings
+    options.fail_on = value_of(settings, "failOn")
+    options.require_complete = bool(value_of(settings, "requireComplete"))
+    options.only_rules, options.skip_rules = value_of(settings, "rules.only"), value_of(settings, "rules.skip")
+    posture_value = value_of(settings, "posture")
+    options.inline_posture = posture_value == project_config.INLINE and settings["posture"].origin != "flag --posture"
+    options.posture_file = None if options.inline_posture else posture_value
+    exceptions = value_of(settings, "exceptions")
+    options.exceptions_files = None if exceptions is None else tuple(exceptions)
+    options.severity = value_of(settings, "severity")
+    declared = settings["notApplicable"].value
+    options.not_applicable = {rule: NotApplicable(item.value, item.origin) for rule, item in declared.items()}
+
+
+def _load_exceptions(options: AuditOptions) -> Any:
+    from auditor import exceptions_list
+
+    files = options.exceptions_files
+    if files is None:
+        return exceptions_list.load(options.exceptions_file or exceptions_list.default_path())
+    if not files:  # `exceptions: []`: nothing is excepted, and the reports name the key that says so
+        return exceptions_list.ExceptionList(options.project.where("exceptions"), [])
+    return exceptions_list.load_merged(list(files))
+
+
+def _load_posture(options: AuditOptions) -> Any:
+    from auditor import posture, project_config
+
+    if options.inline_posture:
+        project = options.project
+        loaded = posture.load_inline(project_config.inline_posture(project), project.path)
+    else:
+        loaded = posture.load(options.posture_file or posture.default_path())
+    return loaded
+
+
 def prepare(options: AuditOptions) -> Prepared:
-    from auditor import exceptions_list, posture, registry
+    from auditor import registry
 
     all_rules = registry.load_rules()  # once per run: plugins are imported and checked once
+    if options.project is not None:
+        options.project.check_rules(all_rules.ids)
     rule_set = registry.select(all_rules, options.only_rules, options.skip_rules)
     destinations = check_outputs(options)
     if not rule_set.rules and not rule_set.broken:
         # Nothing would be checked, and "PASS" would claim otherwise (with --require-complete and live too).
         raise AuditError("no rule selected: --rule/--skip-rule leave nothing to run (see `audit rules`)")
-    exceptions = exceptions_list.load(options.exceptions_file or exceptions_list.default_path())
+    exceptions = _load_exceptions(options)
     exceptions.check_rules(all_rules.ids)
-    posture_config = posture.load(options.posture_file or posture.default_path())
+    posture_config = _load_posture(options)
     posture_config.check_rules(all_rules.ids)
+    if options.severity:  # the configuration file's `severity:`, over the posture's
+        posture_config.severity_overrides.update({rule: Severity(level) for rule, level in options.severity.items()})
     baseline_report = None
     if options.baseline_file:
         from auditor.baseline import load_report
@@ -288,6 +408,7 @@ def evaluate(snapshot: Any, prepared: Prepared, options: AuditOptions) -> Any:
         as_of=as_of,
         fail_on=Severity(options.fail_on),
         require_complete=options.require_complete,
+        not_applicable=options.not_applicable,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -43,6 +44,7 @@ class InputOptions:
     allow_no_objects: bool
     strict_input: bool
     cilium_values: tuple[str, ...]
+    exclude: Callable[[str], bool] | None = None  # the configuration file's `exclude:` (docs/config.md)
 
 
 # The parameters of the offline-only options (commands that also read clusters refuse them with --live).
@@ -104,7 +106,7 @@ def read_limits(inputs: InputOptions) -> Any:
 
     return ReadLimits(max_file_bytes=inputs.max_file_bytes, max_files=inputs.max_files,
                       max_alias_expansion=inputs.max_alias_expansion, max_yaml_nodes=inputs.max_yaml_nodes,
-                      max_json_nodes=inputs.max_json_nodes)
+                      max_json_nodes=inputs.max_json_nodes, exclude=inputs.exclude)
 
 
 def with_values(snapshot: Any, values_files: list[Any], posture: Any) -> Any:
@@ -151,8 +153,50 @@ def audit_tree_input(path: str, inputs: InputOptions, clusters: tuple[Any, ...],
     return audit_tree(tree, evaluate_snapshot, values_files), None
 
 
+def configured_input(paths: tuple[str, ...], clusters: tuple[Any, ...], inputs: InputOptions,
+                     options: AuditOptions) -> tuple[tuple[str, ...], tuple[Any, ...], InputOptions]:
+    """The paths, clusters and read limits of the run once the configuration file is applied (docs/config.md):
+    its `paths` when the command line names none, its `clusters` (relative to the audited folder) unless
+    --cluster is given, and its `exclude` patterns, which also drop files named on the command line (as
+    pre-commit passes them)."""
+    project = options.project
+    if project is None:
+        if not paths:
+            raise click.UsageError("Missing argument 'PATH...' (or a .cilium-audit.yaml naming `paths:`; "
+                                   "docs/config.md)")
+        return paths, clusters, inputs
+    from auditor.project_config import excluder
+    from auditor.project_config.effective import value_of
+
+    paths = paths or tuple(value_of(options.settings, "paths"))
+    if not clusters and value_of(options.settings, "clusters"):
+        clusters = _configured_clusters(value_of(options.settings, "clusters"), paths)
+    exclude = excluder(project.folder, value_of(options.settings, "exclude"))
+    if exclude is None:
+        return paths, clusters, inputs
+    kept = tuple(path for path in paths if path == STDIN or not exclude(path))
+    if not kept:
+        what = f"every PATH is excluded by {options.settings['exclude'].origin} (exclude:): nothing to audit"
+        if not inputs.allow_no_objects:
+            raise click.UsageError(what)
+        click.echo(f"audit: {what}", err=True)  # a pre-commit run on excluded files only: nothing failed
+        raise click.exceptions.Exit(0)
+    return kept, clusters, dataclasses.replace(inputs, exclude=exclude)
+
+
+def _configured_clusters(clusters: tuple[tuple[str, str], ...], paths: tuple[str, ...]) -> tuple[Any, ...]:
+    """The file's `clusters` as `--cluster` specs: each path relative to the one folder audited."""
+    from auditor.sources.gitops.layout import ClusterSpec
+
+    if len(paths) != 1 or not os.path.isdir(paths[0]):
+        return ()  # files (a pre-commit run): no tree to split, the clusters do not apply
+    root = os.path.abspath(paths[0])
+    return tuple(ClusterSpec(name, os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/"))
+                 for name, path in clusters)
+
+
 @click.command()
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...", type=INPUT_PATH)
+@click.argument("paths", nargs=-1, required=False, metavar="PATH...", type=INPUT_PATH)
 @audit_options
 @input_options
 @click.option("--cluster", "clusters", metavar="NAME=PATH", multiple=True, callback=_cluster_specs,
@@ -177,7 +221,11 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inpu
 
     One folder is also read as a GitOps repository: each cluster its Flux and
     Argo CD objects deploy (or each --cluster NAME=PATH) is audited on its own.
+
+    Without PATH, the paths of the configuration file (.cilium-audit.yaml,
+    see --config and docs/config.md) are audited.
     """
+    paths, clusters, inputs = configured_input(paths, clusters, inputs, options)
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     prepared = prepare(options)

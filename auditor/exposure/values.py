@@ -280,9 +280,11 @@ def _in_values_file(declared: DeclaredService, provenance: Mapping[tuple[str, ..
                    via=f"Helm values ({layer.origin})")
 
 
-def application_services(app: K8sObject, parse: Any) -> list[DeclaredService]:
+def application_services(app: K8sObject, parse: Any, layers: ValuesLayers | None = None) -> list[DeclaredService]:
     """Services in an Argo CD Application's `helm.valuesObject` and `helm.values` (a YAML string,
-    parsed with `parse(text) -> mapping | None`)."""
+    parsed with `parse(text) -> mapping | None`), merged with the values files of its in-repo chart
+    (`layers`: the chart's values.yaml and `helm.valueFiles`) as Argo CD merges them, each pointing
+    where it is written. As for HelmReleases, the files are merged only when something asks for a Service."""
     found: list[DeclaredService] = []
     namespace = as_str(as_mapping(app.spec.get("destination")).get("namespace")) or app.namespace
     sources: list[tuple[Path, Any]] = [(("spec", "source"), app.spec.get("source"))]
@@ -302,7 +304,50 @@ def application_services(app: K8sObject, parse: Any) -> list[DeclaredService]:
             # Paths inside the string are reported after the key that holds it.
             found += _collect(app, parsed, (*base, "helm", "values"), namespace=namespace, release=release,
                               via="Helm values (a YAML string)")
-    return found
+    if layers is None or (not found and not any(declares_service(layer) for layer in layers[0])):
+        return found
+    chart = _chart_services(app, namespace, layers)
+    # The chart's source is read merged; the others (other charts, rendered elsewhere) as before.
+    return [d for d in found if d.path[:len(chart.key)] != chart.key] + chart.found
+
+
+@dataclass(frozen=True, slots=True)
+class _ChartServices:
+    key: Path  # the source the chart is rendered from (`spec.source`, `spec.sources[N]`)
+    found: list[DeclaredService]
+
+
+def _chart_services(app: K8sObject, namespace: str | None, layers: ValuesLayers) -> _ChartServices:
+    """Services the merged values of an Application's in-repo chart ask for, each where its `type` is written:
+    a values file (the key path as written there: `app-template.service.wireguard.type`), or the
+    Application's own `helm` section."""
+    merged, provenance, files = layers[1]()
+    key: Path = next(iter(files.values())).source_key if files else ("spec", "source")
+    helm = as_mapping(_lookup(app.raw, (), key)).get("helm")
+    release = as_str(as_mapping(helm).get("releaseName")) or app.name
+    base: Path = (*key, "helm", "values")
+    found = []
+    for declared in _collect(app, merged, base, namespace=namespace, release=release, via="Helm values"):
+        inside = tuple(str(part) for part in declared.path[len(base):])
+        label = next((provenance[inside[:depth]] for depth in range(len(inside), 0, -1)
+                      if inside[:depth] in provenance), None)
+        layer = files.get(label) if label is not None else None
+        if layer is not None:
+            line = line_of(layer.lines, inside) or layer.source.line
+            declared = replace(declared, path=declared.path[len(base):], where=(
+                f"{dotted(declared.path[len(base):])} in {layer.source.path} ({layer.origin})"),
+                values_source=Source(layer.source.path, line),
+                via=f"Helm values ({layer.label} of the Application's chart)")
+        elif label is not None and label.endswith(".helm.valuesObject"):
+            path = (*key, "helm", "valuesObject", *declared.path[len(base):])
+            declared = replace(declared, path=path, where=dotted(path))
+        elif label is not None and label.endswith(".helm.parameters"):
+            declared = replace(declared, path=(*key, "helm", "parameters"),
+                               where=f"{label} {dotted(declared.path[len(base):])}", via="Helm values (a parameter)")
+        else:
+            declared = replace(declared, via="Helm values (a YAML string)")
+        found.append(declared)
+    return _ChartServices(key, found)
 
 
 def operator_services(obj: K8sObject) -> list[DeclaredService]:
@@ -317,14 +362,14 @@ def declared_services(objects: list[K8sObject], parse: Any,
                       values_of: Callable[[K8sObject], ValuesLayers | None] | None = None) -> list[DeclaredService]:
     """Every Service declared in values or operator resources among `objects`, in input order.
 
-    `values_of(release)` gives a HelmRelease's `valuesFrom` files when the input holds some (None:
-    its `spec.values` alone)."""
+    `values_of(owner)` gives a HelmRelease's `valuesFrom` files, or an Argo CD Application's in-repo
+    chart values files, when the input holds some (None: the values in the object alone)."""
     found: list[DeclaredService] = []
     for obj in objects:
         if obj.gk == kinds.HELM_RELEASE:
             found += helm_release_services(obj, values_of(obj) if values_of is not None else None)
         elif obj.gk == kinds.ARGO_APPLICATION:
-            found += application_services(obj, parse)
+            found += application_services(obj, parse, values_of(obj) if values_of is not None else None)
         else:
             found += operator_services(obj)
     return found

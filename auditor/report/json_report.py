@@ -110,7 +110,8 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
         out["reason"] = result.reason
     if result.partial:  # a verdict on part of what the rule judges: what it did not see, and why
         out["partial"] = True
-        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason} for unseen in result.unseen]
+        out["didNotSee"] = [{"what": unseen.what, "reason": unseen.reason,
+                             **({"declared": unseen.declared} if unseen.declared else {})} for unseen in result.unseen]
     return out
 
 
@@ -144,6 +145,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "complete": summary.complete,
         "failOn": summary.fail_on.value,
         "exitCode": summary.exit_code,
+        # Only when some are (docs/config.md): reports of runs without a declaration keep their bytes.
+        **({"rulesNotApplicable": summary.rules_not_applicable} if summary.rules_not_applicable else {}),
     }
 
 
@@ -201,7 +204,7 @@ def _exception_dict(usage: ExceptionUsage, exceptions_file: str | None) -> dict[
         "builtin": exceptions_file is None,
     }
     if exceptions_file is not None:
-        out["file"] = exceptions_file
+        out["file"] = entry.path or exceptions_file  # a merged list: the entry's own file
         if entry.line:
             out["line"] = entry.line
     return out

@@ -81,6 +81,10 @@ def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuit
         case.add_error_info(message=rule.reason, error_type=rule.status.value)
         cases.append(case)
         return TestSuite(rule.id, cases)
+    if rule.status is RuleStatus.NOT_APPLICABLE:  # declared so for this input: no verdict, never a failure
+        case = TestCase(rule.id, classname=rule.id)
+        case.add_skipped_info(rule.reason)
+        return TestSuite(rule.id, [case])
     if rule.status is RuleStatus.NOT_RUN:  # no verdict, and the run does not require one
         case = TestCase(rule.id, classname=rule.id)
         case.add_skipped_info(f"not run: {rule.reason}")
@@ -94,10 +98,11 @@ def _suite(rule: RuleResult, result: AuditResult, failing: set[int]) -> TestSuit
             cases.append(TestCase(_case_name(ref), classname=rule.id))
     for unseen in rule.unseen:
         case = TestCase(f"did not see: {unseen.what}", classname=rule.id)
-        if result.require_complete:
+        if result.require_complete and not unseen.declared:
             case.add_error_info(message=unseen.reason, error_type="partial")
         else:
-            case.add_skipped_info(f"partial verdict: {unseen.reason}")
+            declared = f"; {unseen.declared}" if unseen.declared else ""
+            case.add_skipped_info(f"partial verdict: {unseen.reason}{declared}")
         cases.append(case)
     if not cases:
         cases.append(TestCase(rule.id, classname=rule.id, stdout=rule.reason or None))

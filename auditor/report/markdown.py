@@ -202,7 +202,8 @@ def _excepted_section(result: AuditResult) -> list[str]:
 
 
 def _unfinished_section(result: AuditResult) -> list[str]:
-    unfinished = [r for r in result.rules if r.status in (RuleStatus.NOT_RUN, RuleStatus.ERROR)]
+    unfinished = [r for r in result.rules
+                  if r.status in (RuleStatus.NOT_RUN, RuleStatus.ERROR, RuleStatus.NOT_APPLICABLE)]
     if not unfinished:
         return []
     rows = [[code(r.id), r.status.value, escape(r.reason)] for r in unfinished]
@@ -219,7 +220,8 @@ def _input_problems_section(result: AuditResult) -> list[str]:
 
 
 def _partial_section(result: AuditResult) -> list[str]:
-    rows = [[code(r.id), r.status.value, escape(u.what), escape(u.reason)] for r in result.rules if r.partial
+    rows = [[code(r.id), r.status.value, escape(u.what),
+             escape(f"{u.reason}; {u.declared}" if u.declared else u.reason)] for r in result.rules if r.partial
             for u in r.unseen]
     if not rows:
         return []
@@ -306,6 +308,8 @@ def render(result: AuditResult, verbose: bool = False) -> str:
         ["Rules partial", str(summary.rules_partial)],
         ["Input problems", str(summary.input_problems)],
     ]
+    if summary.rules_not_applicable:  # declared in the configuration file (docs/config.md)
+        counts.insert(6, ["Rules not applicable", str(summary.rules_not_applicable)])
     if baseline is not None:
         baseline_counts = baseline.counts()
         counts[1:1] = [["New findings (baseline)", str(baseline_counts.new)],

@@ -78,6 +78,7 @@ NOTIFICATIONS = [
     ("exception-builtin-unused", f"An entry of the built-in exception list ({BUILTIN}) matched nothing."),
     ("input-problem", "A file of the input could not be read: none of its objects was audited."),
     ("rule-partial", "A rule's verdict is on part of what it judges: the input did not show it the rest."),
+    ("rule-not-applicable", "A rule could not run, and the configuration declares it not applicable to this input."),
 ]
 _NOTIFICATION_INDEX = {name: index for index, (name, _) in enumerate(NOTIFICATIONS)}
 
@@ -265,8 +266,11 @@ def _rule_notifications(result: AuditResult) -> list[dict[str, Any]]:
             level = "error" if result.require_complete else "warning"
             execution.append(_notification("rule-not-run", level, f"{rule_result.id}: not run: {rule_result.reason}",
                                            rule))
+        elif rule_result.status is RuleStatus.NOT_APPLICABLE:
+            execution.append(_notification("rule-not-applicable", "note",
+                                           f"{rule_result.id}: {rule_result.reason}", rule))
         elif rule_result.partial:
-            level = "error" if result.require_complete else "note"
+            level = "error" if result.require_complete and rule_result.open_gap else "note"
             unseen = "; ".join(str(u) for u in rule_result.unseen)
             notification = _notification("rule-partial", level, f"{rule_result.id}: {rule_result.status.value} on "
                                          f"part of the input; did not see {unseen}", rule)
@@ -312,7 +316,7 @@ def _entry_notification(usage: ExceptionUsage, sources: ConfigSources, base: str
     else:
         return None
     if sources.exceptions_file is not None:
-        physical: dict[str, Any] = {"artifactLocation": artifact_location(sources.exceptions_file, base)}
+        physical: dict[str, Any] = {"artifactLocation": artifact_location(entry.path or sources.exceptions_file, base)}
         if entry.line:
             physical["region"] = {"startLine": entry.line}
         note["locations"] = [{"physicalLocation": physical}]

@@ -54,7 +54,8 @@ class ConfigSources:
         """`exceptions.yaml:12` for an entry of a file, `built-in` for one of the built-in list."""
         if self.exceptions_file is None:
             return "built-in"
-        return f"{self.exceptions_file}:{entry.line}" if entry.line else self.exceptions_file
+        path = entry.path or self.exceptions_file  # a merged list (several files): the entry's own
+        return f"{path}:{entry.line}" if entry.line else path
 
     def sentence(self) -> str:
         """`Posture: FILE; exceptions: FILE (N entries)`, for the human-facing reports."""

@@ -432,12 +432,25 @@ def _verdicts(result: AuditResult, ctx: _Context) -> list[str]:
     elif not_run and ctx.verbosity is Verbosity.NORMAL:
         ids = ", ".join(r.id for r in not_run)
         lines += _labelled("NOT RUN", "yellow", f"{ids} (the input does not show what they need; -v says why)", ctx)
+    lines += _not_applicable_lines(result, ctx)
     if ctx.verbosity is Verbosity.QUIET:
         return lines
     for rule_result in result.rules:
         if rule_result.status is RuleStatus.PASSED:
             lines += _passed_lines(rule_result, ctx)
     return lines
+
+
+def _not_applicable_lines(result: AuditResult, ctx: _Context) -> list[str]:
+    """Rules declared not applicable to this input (docs/config.md): each with why when verbose, else one line."""
+    declared = [r for r in result.rules if r.status is RuleStatus.NOT_APPLICABLE]
+    if not declared or ctx.verbosity is Verbosity.QUIET:
+        return []
+    if ctx.verbosity is Verbosity.VERBOSE:
+        return [line for r in declared
+                for line in _labelled("NOT APPLICABLE", "cyan", f"{r.id}: {shown(r.reason, LINE_LIMIT)}", ctx)]
+    ids = ", ".join(r.id for r in declared)
+    return _labelled("NOT APPLICABLE", "cyan", f"{ids} (declared for this input; -v says why)", ctx)
 
 
 def _passed_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
@@ -457,7 +470,8 @@ def _unseen_lines(rule_result: RuleResult, ctx: _Context) -> list[str]:
     """`did not see: what (why)`, after the verdict line of a partial rule: its verdict is on the rest."""
     lines: list[str] = []
     for unseen in rule_result.unseen:
-        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)})"
+        declared = f"; {unseen.declared}" if unseen.declared else ""
+        text = f"{shown(unseen.what, OBJECT_LIMIT)} ({shown(unseen.reason, REASON_LIMIT)}{declared})"
         lines += _labelled("did not see:", "yellow", text, ctx, "  ", "    ")
     return lines
 
@@ -557,6 +571,8 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     ]
     if summary.rules_partial:
         parts.insert(3, f"{summary.rules_partial} partial")
+    if summary.rules_not_applicable:
+        parts.append(f"{summary.rules_not_applicable} not applicable")
     if summary.rules_error:
         parts.append(_plural(summary.rules_error, "rule") + " in error")
     if summary.input_problems:

@@ -52,6 +52,11 @@ class ReadLimits:
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
     max_yaml_nodes: int = DEFAULT_MAX_NODES
     max_json_nodes: int = DEFAULT_MAX_JSON_NODES
+    # Paths a folder's walk skips, as it skips hidden ones (the configuration file's `exclude:`, docs/config.md).
+    exclude: Callable[[str], bool] | None = None
+
+    def excluded(self, path: str) -> bool:
+        return self.exclude is not None and self.exclude(path)
 
 
 @dataclass
@@ -124,9 +129,9 @@ def _walk_directory(root: str, limits: ReadLimits,
         subdirs: list[str] = []
         file_names: list[str] = []
         for entry in entries:
-            if entry.name.startswith("."):
-                continue
             path = os.path.join(directory, entry.name)
+            if entry.name.startswith(".") or limits.excluded(path):
+                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:

@@ -11,8 +11,11 @@ Facts used (Argo CD 2.x/3.x):
   kustomize `namespace:`.
 - a path with a kustomization file is built with kustomize; one with a
   Chart.yaml is a Helm chart (rendered by Argo CD: its templates are not
-  read here); otherwise the folder's `*.yaml`, `*.yml` and `*.json` files are
-  applied, sub-folders only with `directory.recurse: true`.
+  read here, its values are: the chart's values.yaml, then `helm.valueFiles`
+  relative to the chart, then values, valuesObject, parameters on top, per
+  https://argo-cd.readthedocs.io/en/release-3.4/user-guide/helm/); otherwise
+  the folder's `*.yaml`, `*.yml` and `*.json` files are applied, sub-folders
+  only with `directory.recurse: true`.
 - an ApplicationSet's git `directories` generator makes one Application per
   matching folder; `{{path}}`, `{{path.basename}}`, `{{path[N]}}` (and
   `{{.path.path}}`, `{{.path.basename}}` with goTemplate) are filled in;
@@ -26,7 +29,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor.sources.gitops.flux import resolve_source_path
@@ -62,6 +66,12 @@ class ArgoAppSpec:
     destination_origin: Origin
     kustomize_namespace: str | None
     recurse: bool
+    # Where each path is written: `spec.source`, or `spec.sources[N]` (what Argo CD renders it with, its
+    # `helm:` section among it, is there); and the spec as written or filled in from the template.
+    source_keys: tuple[tuple[str | int, ...], ...] = ()
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # The line that gives the Application its own namespace, where only the tree says it (argocd-apps values).
+    namespace_origin: Origin | None = None
 
 
 def _destination(spec: dict[str, Any]) -> tuple[str, str | None]:
@@ -73,12 +83,32 @@ def _destination(spec: dict[str, Any]) -> tuple[str, str | None]:
     return (name or server or IN_CLUSTER), _text(destination.get("namespace"))
 
 
-def _sources(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    sources = [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+def _sources(spec: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    listed = spec.get("sources")
+    sources: list[tuple[tuple[str | int, ...], dict[str, Any]]] = [
+        (("spec", "sources", index), s) for index, s in enumerate(listed if isinstance(listed, list) else [])
+        if isinstance(s, dict)]
     source = spec.get("source")
     if isinstance(source, dict):
-        sources.insert(0, source)
+        sources.insert(0, (("spec", "source"), source))
     return sources
+
+
+def dotted_key(key: tuple[str | int, ...]) -> str:
+    """`spec.sources[1]` for ("spec", "sources", 1)."""
+    return "".join(f"[{part}]" if isinstance(part, int) else (f".{part}" if i else part)
+                   for i, part in enumerate(key))
+
+
+def helm_of(spec: Mapping[str, Any], key: tuple[str | int, ...]) -> dict[str, Any]:
+    """The `helm:` section of the source at `key` (`spec.source`, `spec.sources[N]`) of an Application spec."""
+    node: Any = spec
+    for part in key[1:]:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+    return _mapping(_mapping(node).get("helm"))
 
 
 def app_from_spec(tree: TreeFiles, name: str, namespace: str | None, spec: dict[str, Any], origin: Origin,
@@ -86,9 +116,10 @@ def app_from_spec(tree: TreeFiles, name: str, namespace: str | None, spec: dict[
                   destination_origin: Origin | None = None) -> ArgoAppSpec | None:
     """An Application from its spec; None (with a note) when none of its paths is in this tree."""
     paths: list[str] = []
+    keys: list[tuple[str | int, ...]] = []
     kustomize_namespace: str | None = None
     recurse = False
-    for source in _sources(spec):
+    for key, source in _sources(spec):
         written = source.get("path")
         if not isinstance(written, str):
             if source.get("chart"):
@@ -100,13 +131,14 @@ def app_from_spec(tree: TreeFiles, name: str, namespace: str | None, spec: dict[
             notes.append(Note(origin, f"Argo CD {kind} {name}: path {written} is not in this tree"))
             continue
         paths.append(path)
+        keys.append(key)
         kustomize_namespace = kustomize_namespace or _text(_mapping(source.get("kustomize")).get("namespace"))
         recurse = recurse or _mapping(source.get("directory")).get("recurse") is True
     if not paths:
         return None
     destination, destination_namespace = _destination(spec)
     return ArgoAppSpec(name, namespace, origin, declared_by, kind, tuple(paths), destination, destination_namespace,
-                       destination_origin or origin, kustomize_namespace, recurse)
+                       destination_origin or origin, kustomize_namespace, recurse, tuple(keys), spec)
 
 
 def _line(parsed: ParsedFile | None, document: Document, line: int, *keys: str) -> int:
@@ -225,7 +257,9 @@ def expand_application_set(tree: TreeFiles, name: str, namespace: str | None, sp
                                           f"for {params.get('path', params.get('path.path', '?'))}"))
             filled_meta = _mapping(_mapping(filled).get("metadata"))
             app_name = _text(filled_meta.get("name")) or name
-            app = app_from_spec(tree, app_name, _text(filled_meta.get("namespace")) or namespace,
+            # A generated Application lives in its ApplicationSet's namespace, whatever the template says
+            # (notes/facts.md section 9: argo-cd discussion #18835).
+            app = app_from_spec(tree, app_name, namespace or _text(filled_meta.get("namespace")),
                                 _mapping(_mapping(filled).get("spec")), origin, declared_by, "ApplicationSet",
                                 notes, destination_origin)
             if app is not None:
@@ -281,17 +315,17 @@ def read_argocd_apps_values(tree: TreeFiles, directory: str, notes: list[Note]) 
     for key in keys:
         values = _mapping(root if key == "" else _mapping(root).get(key))
         prefix = (key,) if key else ()
-        for name, entry in _named_entries(values.get("applications")):
-            line = parsed.line_of(document, *prefix, "applications", name) or document.line
-            at = parsed.line_of(document, *prefix, "applications", name, "destination", "namespace") or line
-            app = app_from_spec(tree, name, _text(entry.get("namespace")), entry, Origin(values_path, line),
-                                values_path, "Application", notes, Origin(values_path, at))
-            if app is not None:
-                apps.append(app)
-        for name, entry in _named_entries(values.get("applicationsets")):
-            line = parsed.line_of(document, *prefix, "applicationsets", name) or document.line
-            at = parsed.line_of(document, *prefix, "applicationsets", name, "template", "spec", "destination",
-                                "namespace") or line
-            apps.extend(expand_application_set(tree, name, _text(entry.get("namespace")), entry,
-                                               Origin(values_path, line), values_path, notes, Origin(values_path, at)))
+        for group in ("applications", "applicationsets"):
+            for name, entry in _named_entries(values.get(group)):
+                line = parsed.line_of(document, *prefix, group, name) or document.line
+                place = ("destination", "namespace") if group == "applications" else (
+                    "template", "spec", "destination", "namespace")
+                at = Origin(values_path, parsed.line_of(document, *prefix, group, name, *place) or line)
+                own = parsed.line_of(document, *prefix, group, name, "namespace")
+                found = (app_from_spec(tree, name, _text(entry.get("namespace")), entry, Origin(values_path, line),
+                                       values_path, "Application", notes, at) if group == "applications"
+                         else expand_application_set(tree, name, _text(entry.get("namespace")), entry,
+                                                     Origin(values_path, line), values_path, notes, at))
+                for app in [found] if isinstance(found, ArgoAppSpec) else found or []:
+                    apps.append(replace(app, namespace_origin=Origin(values_path, own) if own else None))
     return apps

@@ -29,6 +29,7 @@ import gc
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from auditor import kinds
 from auditor.errors import InputError
@@ -41,6 +42,7 @@ from auditor.sources.gitops.layout import ONE_SCOPE_NOTE, TWO_CLUSTERS_SIGN, Clu
 from auditor.sources.gitops.model import (
     UNREACHED_SCOPE,
     WHOLE_TREE_SCOPE,
+    ChartValuesSource,
     Cluster,
     EffectiveNamespace,
     EntryKind,
@@ -160,7 +162,7 @@ def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Se
     names = [name for name in _scope_names(layout)
              if name != UNREACHED_SCOPE or placed.by_scope.get(name) or unknown.get(name)]
     scopes = tuple(_scope(name, placed.by_scope.get(name, []), unknown.get(name, []), layout, tree, paths,
-                          audit_unreached, snapshot) for name in names)
+                          audit_unreached, snapshot, extra) for name in names)
     return TreeRead(snapshot, layout, scopes, _repository(path, layout, scopes, paths, extra))
 
 
@@ -183,7 +185,7 @@ def _scope_names(layout: TreeLayout) -> list[str]:
 
 
 def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layout: TreeLayout, tree: TreeFiles,
-           paths: _Paths, audit_unreached: bool, read: Snapshot) -> AuditScope:
+           paths: _Paths, audit_unreached: bool, read: Snapshot, remarks: list[LayoutRemark]) -> AuditScope:
     kind = (ScopeKind.UNREACHED if name == UNREACHED_SCOPE
             else ScopeKind.WHOLE_TREE if layout.single_scope else ScopeKind.CLUSTER)
     cluster = next((c for c in layout.clusters if c.name == name), None)
@@ -192,11 +194,13 @@ def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layo
     if not view.audited:
         return AuditScope(name, kind, None, view)
     objects = [p.object for p in placed] + unknown
+    charts = _chart_applications(name, placed, objects, layout, tree, paths)
+    remarks.extend(charts.remarks)
     # A tree of manifests (declared state, `trees`); the files not read may hold any cluster's objects.
-    snapshot = Snapshot.build(objects, mode="offline", inputs=[paths.collector.root], trees=list(read.trees),
-                              input_problems=list(read.input_problems))
-    snapshot.namespace_origins = _namespace_origins(placed, paths)
-    snapshot.values_from = _values_files(name, placed, layout, tree, paths)
+    snapshot = Snapshot.build([*objects, *charts.objects], mode="offline", inputs=[paths.collector.root],
+                              trees=list(read.trees), input_problems=list(read.input_problems))
+    snapshot.namespace_origins = {**_namespace_origins(placed, paths), **charts.namespace_origins}
+    snapshot.values_from = {**_values_files(name, placed, layout, tree, paths), **charts.values_from}
     return AuditScope(name, kind, snapshot, view)
 
 
@@ -266,6 +270,99 @@ def _values_file(source: HelmValuesSource, tree: TreeFiles, paths: _Paths) -> Va
     generator = f"configMapGenerator {source.config_map} ({paths.source(source.generator)})"
     return ValuesFile(source.index, data, Source(paths.full(source.file), line), generator, lines,
                       source.target_path, parsed.text or None)
+
+
+# --- Argo CD Applications whose path is a chart folder of the tree ----------------------------------------
+
+
+@dataclass
+class _ChartApplications:
+    """What a scope's snapshot gets from its in-repo Argo CD charts: the Applications that are no object of
+    the tree (generated), the values files of each Application, and where a generated one's namespace is from."""
+
+    objects: list[K8sObject] = field(default_factory=list)
+    values_from: dict[ObjectKey, tuple[ValuesFile, ...]] = field(default_factory=dict)
+    namespace_origins: dict[ObjectKey, NamespaceOrigin] = field(default_factory=dict)
+    remarks: list[LayoutRemark] = field(default_factory=list)
+
+
+def _chart_applications(scope: str, placed: list[PlacedObject], objects: list[K8sObject], layout: TreeLayout,
+                        tree: TreeFiles, paths: _Paths) -> _ChartApplications:
+    """Each Argo CD Application of the scope that renders a chart folder of the tree, with that chart's values.
+
+    A declared Application (an object of the tree) gets the files; one an ApplicationSet or argocd-apps values
+    generate is added as an object of its own, at the line that generates it, unless the scope already holds
+    an object of its identity (which Argo CD would not let it replace: noted)."""
+    out = _ChartApplications()
+    sources = [source for source in layout.chart_values if source.scope == scope]
+    if not sources:
+        return out
+    by_id: dict[ObjectId, list[PlacedObject]] = {}
+    for item in placed:
+        by_id.setdefault(item.placement.object, []).append(item)
+    identities = {(obj.gk, obj.namespace, obj.name) for obj in objects}
+    for source in sources:
+        files = tuple(found for found in (_chart_file(source, index, tree, paths) for index in range(len(source.files)))
+                      if found is not None)
+        if source.own_object:
+            for item in by_id.get(source.declared_by, []) if source.declared_by is not None else []:
+                if item.object.gk == kinds.ARGO_APPLICATION and files:
+                    key = object_key(item.object)
+                    out.values_from[key] = out.values_from.get(key, ()) + files
+            continue
+        app, origin = _generated_application(source, by_id, paths)
+        if (app.gk, app.namespace, app.name) in identities:
+            out.remarks.append(LayoutRemark(RemarkKind.NOTE, paths.source(source.origin), (
+                f"Argo CD {source.kind} {source.application}: Application {app.namespace or '-'}/{app.name} is "
+                f"already an object of {scope}; the values of chart {source.chart} are not read for it")))
+            continue
+        identities.add((app.gk, app.namespace, app.name))
+        out.objects.append(app)
+        key = object_key(app)
+        out.namespace_origins[key] = origin
+        if files:
+            out.values_from[key] = files
+    return out
+
+
+def _generated_application(source: ChartValuesSource, by_id: Mapping[ObjectId, list[PlacedObject]],
+                           paths: _Paths) -> tuple[K8sObject, NamespaceOrigin]:
+    """The Application an ApplicationSet (or argocd-apps values) makes, as Argo CD would create it: in the
+    ApplicationSet's namespace (as this scope's build leaves it), with the spec it fills in."""
+    generator = by_id.get(source.declared_by, []) if source.declared_by is not None else []
+    if generator:
+        namespace = generator[0].placement.namespace
+    elif source.namespace is not None:
+        namespace = EffectiveNamespace(source.namespace, source.namespace_origin, NamespaceReason.MANIFEST)
+    else:
+        namespace = EffectiveNamespace(None, None, NamespaceReason.UNSET)
+    metadata: dict[str, Any] = {"name": source.application}
+    if namespace.value is not None:
+        metadata["namespace"] = namespace.value
+    raw = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata,
+           "spec": dict(source.spec)}
+    shown = EffectiveNamespace(namespace.value, _origin_as_read(namespace.source, paths), namespace.reason)
+    what = "its ApplicationSet's" if source.kind == "ApplicationSet" else "as the argocd-apps values say"
+    origin = NamespaceOrigin(namespace.value, namespace.reason.value, paths.source(namespace.source),
+                             f"{shown.describe()} ({what})")
+    return K8sObject(raw, Source(paths.full(source.origin.path), source.origin.line)), origin
+
+
+def _chart_file(source: ChartValuesSource, index: int, tree: TreeFiles, paths: _Paths) -> ValuesFile | None:
+    label, path = source.files[index]
+    parsed = tree.files.get(path)
+    if parsed is None or parsed.problem is not None:
+        return None
+    documents = [d for d in parsed.documents if d.data is not None]
+    data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
+    line = documents[0].line if documents else 1
+    lines = _KeyLines(parsed, documents[0]) if documents else {}
+    origin = "the chart's values.yaml" if label == "values.yaml" else f"{label} of the Application"
+    if source.destination_namespace is not None:  # where the chart's Services render (ApplicationDestination)
+        origin += "; " + EffectiveNamespace(source.destination_namespace, _origin_as_read(
+            source.destination_origin, paths), NamespaceReason.ARGOCD_DESTINATION).describe()
+    return ValuesFile(index, data, Source(paths.full(path), line), origin, lines, None, parsed.text or None,
+                      source.source_key, label)
 
 
 class _KeyLines(Mapping[tuple[str, ...], int]):

@@ -16,7 +16,8 @@
    any entry point is one `(whole tree)` scope, said once in the notes;
 5. same-named cluster-scoped objects in one scope are noted as a sign of two
    clusters; HelmRelease `valuesFrom` ConfigMaps that a configMapGenerator of
-   the same build makes are mapped to their files.
+   the same build makes are mapped to their files, and each Argo CD
+   Application whose path is a chart folder to that chart's values files.
 
 Cost is linear in what the builds contain: each folder's plain build is
 computed once and shared by every build that includes it.
@@ -37,6 +38,7 @@ from auditor.sources.gitops.model import (
     UNREACHED_SCOPE,
     WHOLE_TREE_SCOPE,
     Application,
+    ChartValuesSource,
     Cluster,
     EntryKind,
     EntryPoint,
@@ -100,6 +102,8 @@ class _State:
     cluster_apps: dict[str, list[Application]] = field(default_factory=dict)
     values: list[HelmValuesSource] = field(default_factory=list)
     values_seen: set[tuple[ObjectId, str, int]] = field(default_factory=set)
+    chart_values: list[ChartValuesSource] = field(default_factory=list)
+    charts_seen: set[tuple[str, str]] = field(default_factory=set)
     destinations: dict[str, list[EntryPoint]] = field(default_factory=dict)
 
 
@@ -223,11 +227,12 @@ class _Resolver:
                 override = (app.kustomize_namespace, app.destination_origin, NamespaceReason.ARGOCD_KUSTOMIZE)
             build = k.build_root(path, namespace=override, who="Argo CD")
         elif listing is not None and "Chart.yaml" in listing.files:
-            chart_files = frozenset(join(path, name) for name in ("Chart.yaml", "values.yaml")
-                                    if name in listing.files)
-            return Build(path, "helm-chart", (), (), chart_files, (), (Note(
-                Origin(join(path, "Chart.yaml")), f"Argo CD {app.kind} {app.name}: Helm chart rendered by Argo CD; "
-                "its templates are not read"),))
+            files, notes, problems = self._chart_value_files(app, path)
+            chart_files = frozenset({join(path, "Chart.yaml"), *(file for _, file in files)})
+            read = ", ".join(file.removeprefix(f"{path}/") for _, file in files) or "none in the tree"
+            notes.append(Note(Origin(join(path, "Chart.yaml")), f"Argo CD {app.kind} {app.name}: Helm chart rendered "
+                              f"by Argo CD; its values are read ({read}), its templates are not"))
+            return Build(path, "helm-chart", (), (), chart_files, tuple(problems), tuple(notes))
         else:
             build = k.plain_directory(path, recurse=app.recurse, who="Argo CD")
         if app.destination_namespace is None:
@@ -238,6 +243,51 @@ class _Resolver:
         generated = tuple(k.set_generated_namespace(g, value, origin, NamespaceReason.ARGOCD_DESTINATION,
                                                     only_unset=True) for g in build.generated)
         return Build(build.directory, build.kind, items, generated, build.files, build.problems, build.notes)
+
+    def _chart_value_files(self, app: argo.ArgoAppSpec, chart: str
+                           ) -> tuple[list[tuple[str, str]], list[Note], list[Problem]]:
+        """(label, path) of the values files Argo CD renders the chart with that the tree holds, in order:
+        the chart's values.yaml, then `helm.valueFiles`, relative to the chart (Argo CD Helm user guide,
+        https://argo-cd.readthedocs.io/en/release-2.9/user-guide/helm/#values-files)."""
+        files: list[tuple[str, str]] = []
+        notes: list[Note] = []
+        problems: list[Problem] = []
+        if "values.yaml" in self.tree.dirs[chart].files:
+            files.append(("values.yaml", join(chart, "values.yaml")))
+        key = app.source_keys[app.paths.index(chart)] if chart in app.paths else ("spec", "source")
+        helm = argo.helm_of(app.spec, key)
+        where = argo.dotted_key(key)
+        for index, written in enumerate(helm.get("valueFiles") or []):
+            label = f"{where}.helm.valueFiles[{index}]"
+            if not isinstance(written, str) or not written:
+                continue
+            path = normalize(join(chart, written)) if "://" not in written and not written.startswith("$") else None
+            if path is not None and self.tree.is_file(path):
+                files.append((label, path))
+            elif path is None:
+                notes.append(Note(app.origin, f"Argo CD {app.kind} {app.name}: {label} {written} is not a file of "
+                                              "this tree (another source, a URL): not read"))
+            elif helm.get("ignoreMissingValueFiles") is True or "{{" in written:
+                why = "ignoreMissingValueFiles: Argo CD skips it" if "{{" not in written else "a template parameter"
+                notes.append(Note(app.origin, f"Argo CD {app.kind} {app.name}: {label} {written} is not in the "
+                                              f"tree ({why}): not read"))
+            else:
+                problems.append(Problem(app.origin, f"Argo CD {app.kind} {app.name}: {label} {path} is not in the "
+                                                    "tree (Argo CD fails to render the chart without it)"))
+        return files, notes, problems
+
+    def record_chart_values(self, deployer: _Deployer, scope: str) -> None:
+        """The values files of an Argo CD Application whose path is a chart folder, for the scope's snapshot."""
+        app = deployer.argo_spec
+        if app is None or (deployer.key, scope) in self.state.charts_seen:
+            return
+        self.state.charts_seen.add((deployer.key, scope))
+        files, _, _ = self._chart_value_files(app, deployer.path)
+        key = app.source_keys[app.paths.index(deployer.path)] if deployer.path in app.paths else ("spec", "source")
+        own = deployer.declared_by is not None and app.kind == "Application"
+        self.state.chart_values.append(ChartValuesSource(
+            app.name, app.namespace, app.namespace_origin, app.kind, deployer.declared_by, app.origin, own, scope,
+            deployer.path, key, tuple(files), app.destination_namespace, app.destination_origin, app.spec))
 
     def _explicit_build(self, path: str) -> Build:
         if path in self.tree.dirs:
@@ -388,6 +438,8 @@ class _Resolver:
             application = self.application(deployer, namespace)
             build = self.build_of(deployer)
             self.place_build(build, scope, application)
+            if build.kind == "helm-chart":
+                self.record_chart_values(deployer, scope)
             for item in build.items:
                 for child_key in self.by_record.get(item.record.id, ()):
                     child = self.deployers[child_key]
@@ -572,6 +624,7 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
         problems=tuple(sorted(set(resolver.problems), key=_by_place)),
         notes=tuple(sorted(set(resolver.notes), key=_by_place)),
         values_sources=tuple(state.values),
+        chart_values=tuple(state.chart_values),
         non_resource_files=resolver.non_resource_files(),
         cluster_scoped_kinds=resolver.scopes.cluster_scoped,
     )

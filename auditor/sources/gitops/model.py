@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # Scope names that are not cluster names. Parentheses cannot appear in a
 # Kubernetes or Argo CD cluster name, so these never clash with a real one.
@@ -257,6 +258,36 @@ class HelmValuesSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ChartValuesSource:
+    """The Helm values of an Argo CD Application whose source path is a chart folder of the tree.
+
+    Argo CD renders the chart with `helm template`: the chart's own
+    values.yaml, then `helm.valueFiles` (relative to the chart, in order, a
+    later one winning), then `helm.values`, `helm.valuesObject` and
+    `helm.parameters` of the source (`source_key`) on top. `files` are the
+    (label, tree path) of the files the tree holds, in that order. `declared_by`
+    is the Application object, or the ApplicationSet that generates it (None:
+    declared in argocd-apps chart values); `own_object` says whether the
+    Application is an object of the tree (otherwise only its generator is).
+    """
+
+    application: str
+    namespace: str | None  # the Application's own namespace, as its declaration says it
+    namespace_origin: Origin | None
+    kind: str  # "Application", or "ApplicationSet" for a generated one
+    declared_by: ObjectId | None
+    origin: Origin  # the object, or the values entry, that declares or generates it
+    own_object: bool
+    scope: str
+    chart: str
+    source_key: tuple[str | int, ...]
+    files: tuple[tuple[str, str], ...]
+    destination_namespace: str | None
+    destination_origin: Origin
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
 class NamespaceCoverage:
     """Namespaced objects of the tree, and how many of them have a known effective namespace."""
 
@@ -288,6 +319,7 @@ class TreeLayout:
     problems: tuple[Problem, ...]
     notes: tuple[Note, ...]
     values_sources: tuple[HelmValuesSource, ...] = ()
+    chart_values: tuple[ChartValuesSource, ...] = ()
     # Files kustomize reads as something other than resources: patches,
     # generator inputs, CRD schemas, replacements. Their documents are not
     # objects of any cluster even when they look like manifests.
