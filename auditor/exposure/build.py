@@ -259,13 +259,15 @@ class _Builder:
         """Services declared in values, minus the releases whose rendered Services the input holds."""
         if self.snapshot.mode.from_cluster:
             return []  # a live read lists the rendered Services themselves
+        owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
+        owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
+        if not owners:
+            return []  # nothing declares a Service (asking every Service for its release is then for nothing)
         rendered = {
             (as_str(s.annotations.get("meta.helm.sh/release-namespace")), as_str(s.annotations.get(
                 "meta.helm.sh/release-name")))
             for s in self.snapshot.of_kind(kinds.SERVICE) if s.annotations.get("meta.helm.sh/release-name")
         }
-        owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
-        owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
         return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values, self._release_values)
                 if (d.namespace or "", d.release) not in rendered]
 
