@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 
 from auditor.model import InputProblem, K8sObject, ObjectRef, ProblemCode, Source
 
@@ -67,6 +68,9 @@ class DuplicateObject:
         ]
 
 
+_IDENTITY = attrgetter("gk", "namespace", "name")
+
+
 def identity(obj: K8sObject) -> Identity:
     return (obj.gk, obj.namespace, obj.name)
 
@@ -74,7 +78,7 @@ def identity(obj: K8sObject) -> Identity:
 def find_duplicates(objects: Iterable[K8sObject]) -> list[DuplicateObject]:
     """Every identity `objects` define more than once, sorted by identity (deterministic output)."""
     objects = list(objects)
-    identities = [(obj.gk, obj.namespace, obj.name) for obj in objects]  # identity(), inlined: once per object
+    identities = list(map(_IDENTITY, objects))  # identity(), at C speed: once per object
     if len(set(identities)) == len(identities):
         return []  # the usual case, told at C speed
     by_identity: dict[Identity, list[K8sObject]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 from auditor import baseline as baseline_module
 from auditor.baseline import Baseline
@@ -237,51 +237,8 @@ class AuditResult:
         return replace(self, baseline=Baseline(path, report, comparison))
 
 
-class ExaminedOrder:
-    """What a rule examined, deduplicated and sorted by `ObjectRef.sort_key` (as reports list it).
-
-    On a large input several rules examine every object of a kind: hashing 100k refs (the
-    dataclass's Python-level `__hash__`) and sorting them by a Python key cost ~0.1 s a rule.
-    The snapshot's objects are ranked by their ref's value once, the first time a rule examines
-    many; a rule's refs that are all the snapshot objects' own refs (nearly always) are then
-    deduplicated and sorted by rank at C speed. Anything else takes the general path, which gives
-    the same list (equal refs have equal ranks; a rank stands for one value).
-    """
-
-    MANY = 1_000  # below this, the general path is as fast as looking ranks up
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self._objects = snapshot.objects
-        self._rank: dict[int, int] | None = None
-
-    def _ranks(self) -> dict[int, int]:
-        """id(ref) of each snapshot object's ref -> the rank of its value among them."""
-        if self._rank is None:
-            refs = [obj.ref for obj in self._objects]
-            keys = [ref.sort_key for ref in refs]  # equal keys are equal refs (a ref's namespace is never "")
-            rank: dict[int, int] = {}
-            previous: tuple[str, str, str, str] | None = None
-            position = -1
-            for index in sorted(range(len(refs)), key=keys.__getitem__):
-                if keys[index] != previous:
-                    position, previous = position + 1, keys[index]
-                rank[id(refs[index])] = position
-            self._rank = rank
-        return self._rank
-
-    def __call__(self, examined: list[ObjectRef]) -> list[ObjectRef]:
-        if len(examined) >= self.MANY:
-            ranks = list(map(self._ranks().get, map(id, examined)))
-            if None not in ranks:
-                by_rank = dict(zip(cast("list[int]", ranks), examined, strict=True))  # no None: checked
-                return list(map(by_rank.__getitem__, sorted(by_rank)))
-        # dict.fromkeys keeps the order examined (input order, usually sorted already, which the sort then
-        # merely checks); a set's hash order made sorting 100k refs three times slower.
-        return sorted(dict.fromkeys(examined), key=lambda ref: ref.sort_key)
-
-
 def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig,
-              exposures: ExposureModel, order: ExaminedOrder) -> RuleResult:
+              exposures: ExposureModel) -> RuleResult:
     severity = posture.severity_overrides.get(rule.id, rule.severity)
     result = RuleResult(rule.id, rule.title, severity, RuleStatus.PASSED, rule=rule)
     unmet = unmet_requirement(snapshot, rule)
@@ -305,7 +262,9 @@ def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_c
         result.reason = f"rule crashed: {type(error).__name__}: {error}".splitlines()[0][:500]
         return result
     result.findings = findings
-    result.examined = order(ctx.examined_refs)
+    # dict.fromkeys keeps the order examined (input order, usually sorted already, which the sort then
+    # merely checks); a set's hash order made sorting 100k refs three times slower.
+    result.examined = sorted(dict.fromkeys(ctx.examined_refs), key=lambda ref: ref.sort_key)
     result.unseen = tuple(ctx.unseen)
     if not findings and not result.examined:
         # Nothing examined, nothing found: a pass only when the rule says what the input holds none of.
@@ -362,10 +321,9 @@ def run(
     matcher = ExceptionMatcher(exceptions, as_of)
     labels_of = own_labels(snapshot)  # each finding's own object's labels, never a namesake's
     results: list[RuleResult] = []
-    order = ExaminedOrder(snapshot)
     notes = list(posture.notes)
     for rule in rule_set.rules:
-        result = _run_rule(rule, snapshot, posture, cilium, exposure_model, order)
+        result = _run_rule(rule, snapshot, posture, cilium, exposure_model)
         if not_applicable and rule.id in not_applicable:
             _declared_not_applicable(result, not_applicable[rule.id], notes)
         stamped: list[Finding] = []

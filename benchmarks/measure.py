@@ -164,7 +164,7 @@ def measure_pair(first: tuple[str, list[str]], second: tuple[str, list[str]], re
                  cwd: Path | None = None, timeout: float | None = None, warmup: bool = False,
                  ok_codes: tuple[set[int] | None, set[int] | None] = (None, None)) -> tuple[Measurement, Measurement]:
     """Two commands measured in turn (A B A B ...), so that load drifting during the run weighs on both
-    alike: compare them pair by pair (`paired_ratio`), as farm-bench does. Same rules as `measure`."""
+    alike: compare them pair by pair (`paired_ratio`). Same rules as `measure`."""
     pair = (Measurement(first[0], first[1]), Measurement(second[0], second[1]))
     for i in range(reps + int(warmup)):
         for m, codes in zip(pair, ok_codes, strict=True):

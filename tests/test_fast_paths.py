@@ -90,36 +90,3 @@ def test_object_accessors_read_as_before(spec: Any, labels: Any, annotations: An
     if isinstance(spec, dict):
         assert obj.spec is spec  # the mapping read, not a copy
     assert obj.ref is obj.ref and obj.ref.name == "s"
-
-
-IDENTITIES = st.tuples(st.sampled_from(["Service", "Namespace", "Gateway.gateway.networking.k8s.io"]),
-                       st.sampled_from([None, "a", "b", "kube-system"]), st.sampled_from(["x", "y", "z", "a-b"]),
-                       st.sampled_from(["v1", "v2"]))
-
-
-def _object(kind: str, namespace: str | None, name: str, version: str) -> K8sObject:
-    metadata: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
-    group = kind.partition(".")[2]
-    return K8sObject({"apiVersion": f"{group}/{version}" if group else version, "kind": kind.partition(".")[0],
-                      "metadata": metadata})
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(IDENTITIES, min_size=1, max_size=40), st.data())
-def test_examined_refs_ordered_as_the_general_path(identities: list[tuple[str, str | None, str, str]],
-                                                   data: st.DataObject) -> None:
-    """Ranked by the snapshot (duplicates, repeats, refs made elsewhere) = dict.fromkeys then sort_key."""
-    from auditor.engine import ExaminedOrder
-    from auditor.model import ObjectRef
-    from auditor.snapshot import Snapshot
-
-    snapshot = Snapshot.build([_object(*identity) for identity in identities])
-    refs = [obj.ref for obj in snapshot.objects]
-    examined = data.draw(st.lists(st.sampled_from(refs), max_size=60))
-    if data.draw(st.booleans()):  # a ref that is no snapshot object's own (a subject's, a values declaration's)
-        examined.append(ObjectRef("Service", data.draw(st.sampled_from([None, "", "a"])), "y", "v1"))
-    general = sorted(dict.fromkeys(examined), key=lambda ref: ref.sort_key)
-    order = ExaminedOrder(snapshot)
-    order.MANY = 0  # the ranked path whatever the size
-    assert order(examined) == general
-    assert [ref.sort_key for ref in order(examined)] == [ref.sort_key for ref in general]

@@ -6,6 +6,7 @@ it runs, so `audit --version` answers in a few tens of milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -30,6 +31,29 @@ LAZY_COMMANDS: dict[str, str] = {
     "init": "auditor.cli.init_cmd:init",
 }
 DEFAULT_COMMAND = "scan"
+
+# When the command line is the process (`main()` without argv: the `audit` script, `python -m
+# auditor`), what a run built is kept here until the process ends, and the process ends with
+# os._exit once its output is flushed: freeing a 100k-object snapshot object by object took
+# 0.15 s after the reports were written, for nothing the user sees. In-process callers (tests
+# pass argv) free it as usual.
+_PROCESS_LIFETIME: list[object] | None = None
+
+
+def outlive(value: object) -> None:
+    """Keep `value` until the process exits, when the command line is the process (else nothing)."""
+    if _PROCESS_LIFETIME is not None:
+        _PROCESS_LIFETIME.append(value)
+
+
+def _exit_at_once(code: int) -> None:
+    """Flush what the run wrote, then end the process without freeing what it built."""
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader that went away, a closed stream
+            stream.flush()
+    os._exit(code)
 
 
 def print_short_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -115,6 +139,9 @@ def _own_data_file(error: BaseException) -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line per error, documented exit codes, no tracebacks."""
+    global _PROCESS_LIFETIME
+    if argv is None:
+        _PROCESS_LIFETIME = []
     try:
         code = cli.main(args=argv, prog_name="audit", standalone_mode=False)
     except AuditError as error:
@@ -146,4 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"audit: internal error: {type(error).__name__}: {message} (AUDIT_DEBUG=1 shows the traceback)",
                    err=True)
         sys.exit(EXIT_INCOMPLETE)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if _PROCESS_LIFETIME is not None:
+        _exit_at_once(code)
+    sys.exit(code)

@@ -417,6 +417,9 @@ def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     if prepared.baseline is not None and options.baseline_file:
         result = result.with_baseline(prepared.baseline, options.baseline_file)
     write_reports(result, prepared, options)
+    from auditor.cli import outlive
+
+    outlive(result)  # freed with the process (auditor.cli.main)
     return int(result.exit_code)
 
 

@@ -171,7 +171,11 @@ class _Builder:
         services = self.snapshot.of_kind(kinds.SERVICE)
         data_planes = _data_plane_index(services)
         gateways, gateway_services, implied = self._gateways(data_planes)
-        types = [service_type(s) for s in services]
+        # service_type, inlined: asked of every Service (100k on a large dump).
+        types = [kind if isinstance(kind := s.spec.get("type"), str) and kind else "ClusterIP" for s in services]
+        by_type: dict[str, list[K8sObject]] = defaultdict(list)
+        for service, kind in zip(services, types, strict=True):
+            by_type[kind].append(service)
         listed = ServiceViews([(s.namespace, s.name) for s in services], types,
                               lambda i: self._service_view(services[i], gateway_services.get(id(services[i]))))
         # The first definition of an identity is the one looked up, as in the snapshot.
@@ -196,7 +200,7 @@ class _Builder:
             entrances=tuple(entrances), services=views, listed=listed, implied=tuple(implied.values()),
             declared=tuple(declared),
             gateways=tuple(gateways), routes=tuple(routes), node_addresses=self.node_ips, settings=self.settings,
-            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index,
+            notes=tuple(dict.fromkeys(self.notes)), workload_index=self.workload_index, services_by_type=dict(by_type),
         )
 
     # --- Services ---------------------------------------------------------------------------
@@ -255,13 +259,15 @@ class _Builder:
         """Services declared in values, minus the releases whose rendered Services the input holds."""
         if self.snapshot.mode.from_cluster:
             return []  # a live read lists the rendered Services themselves
+        owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
+        owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
+        if not owners:
+            return []  # nothing declares a Service (asking every Service for its release is then for nothing)
         rendered = {
             (as_str(s.annotations.get("meta.helm.sh/release-namespace")), as_str(s.annotations.get(
                 "meta.helm.sh/release-name")))
             for s in self.snapshot.of_kind(kinds.SERVICE) if s.annotations.get("meta.helm.sh/release-name")
         }
-        owners = self.snapshot.of_kind(kinds.HELM_RELEASE, kinds.ARGO_APPLICATION)
-        owners += [o for o in self.snapshot.objects if o.gk not in _PLAIN_KINDS and "." in o.gk]
         return [d for d in declared_services(list(dict.fromkeys(owners)), self.parse_values, self._release_values)
                 if (d.namespace or "", d.release) not in rendered]
 
@@ -581,11 +587,17 @@ class _Door:
 _PLAIN_KINDS = frozenset({kinds.HELM_RELEASE, kinds.ARGO_APPLICATION, *WORKLOAD_KINDS, kinds.CRD})
 
 
+_DATA_PLANE_LABELS = frozenset({gw.CILIUM_GATEWAY_NAME_LABEL, gw.CILIUM_OWNING_GATEWAY_LABEL,
+                                gw.ENVOY_GATEWAY_NAME_LABEL, gw.ENVOY_GATEWAY_NAMESPACE_LABEL})
+
+
 def _data_plane_index(services: Iterable[K8sObject]) -> dict[tuple[str, str | None, str], K8sObject]:
     """Services by the labels Gateway controllers put on their data-plane Services."""
     found: dict[tuple[str, str | None, str], K8sObject] = {}
     for service in services:
         labels = service.labels
+        if _DATA_PLANE_LABELS.isdisjoint(labels) and not service.name.startswith("cilium-gateway-"):
+            continue  # nearly every Service: told by one C call
         for label in (gw.CILIUM_GATEWAY_NAME_LABEL, gw.CILIUM_OWNING_GATEWAY_LABEL):
             name = labels.get(label)
             if isinstance(name, str):

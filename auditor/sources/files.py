@@ -422,14 +422,23 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
     # apiVersion out of its items; they are the list's.
     item_kind = document["kind"][: -len("List")]
     list_api_version = document.get("apiVersion")
-    for index, item in enumerate(document["items"]):
-        item_line = item_lines[index] if index < len(item_lines) else line
-        column = item_columns[index] if index < len(item_columns) else None
-        if isinstance(item, dict) and item_kind and "kind" not in item:
-            item = {"kind": item_kind, "apiVersion": list_api_version, **item}
-        if _is_list(item):
-            _add_items(out, name, item, item_line, [], [])
-            continue
+    items = document["items"]
+    lines = item_lines if len(item_lines) >= len(items) else [*item_lines, *[line] * (len(items) - len(item_lines))]
+    columns: list[int | None] = [*item_columns[: len(items)], *[None] * (len(items) - len(item_columns))]
+    objects, identity_problem = out.objects, K8sObject.identity_problem
+    for item, item_line, column in zip(items, lines, columns, strict=False):
+        if isinstance(item, dict):
+            if item_kind and "kind" not in item:
+                item = {"kind": item_kind, "apiVersion": list_api_version, **item}
+            kind = item.get("kind")
+            if type(kind) is str and kind.endswith("List") and _is_list(item):
+                _add_items(out, name, item, item_line, [], [])
+                continue
+            meta = item.get("metadata")
+            # The usual item, a named object: what _add_object does for it, without the call.
+            if type(item) is dict and type(meta) is dict and meta.get("name") and identity_problem(item) is None:
+                objects.append(K8sObject(item, Source(name, item_line, column)))
+                continue
         _add_object(out, item, name, item_line, column, "list item is not a Kubernetes object")
 
 

@@ -72,7 +72,7 @@ class LbIpOutsidePools(Rule):
             DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves"
         )
         requests: list[tuple[K8sObject, list[tuple[str, str]]]] = []
-        for service in snapshot.of_kind(kinds.SERVICE):
+        for service in ctx.exposures.services_of_type("LoadBalancer"):  # lb_ipam_handles: LoadBalancers only
             if not lb_ipam_handles(service, default_ipam.value if default_ipam else None):
                 continue
             wanted = requested_ips(service)

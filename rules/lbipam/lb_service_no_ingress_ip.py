@@ -52,8 +52,8 @@ class LbServiceNoIngressIp(Rule):
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
         setting = ctx.setting_if_set(DEFAULT_LB_IPAM_KEY, unknown_because="cannot tell which Services LB-IPAM serves")
         default_ipam = setting.value if setting is not None else None
-        services = [
-            s for s in snapshot.of_kind(kinds.SERVICE)
+        services = [  # both kinds of Service are LoadBalancer Services
+            s for s in ctx.exposures.services_of_type("LoadBalancer")
             if lb_ipam_handles(s, default_ipam)
             or (service_type(s) == "LoadBalancer" and load_balancer_class(s) == NODE_IPAM_CLASS)
         ]

@@ -266,13 +266,30 @@ class NamespaceMissingDefaultDeny(Rule):
         (a manifest without metadata.namespace, which kustomize or Flux would set; a `${VAR}`)."""
         holders: dict[str, list[K8sObject]] = {}
         unplaced: list[K8sObject] = []
+        posture = ctx.posture
+        # Asked of every workload and Service (100k on a large dump) about a few hundred namespaces:
+        # whether a namespace is a placeholder, and whether the posture excludes it, once per namespace.
+        placeholder: dict[str, bool] = {}
+        excluded: dict[str, bool] = {}
         for obj in snapshot.of_kind(*kinds.WORKLOAD_KINDS, kinds.SERVICE, *DEPLOYERS):
-            namespace = deploys_into(obj)
+            if obj.gk in DEPLOYERS:
+                namespace = deploys_into(obj)
+            else:  # deploys_into, for an object that deploys into its own namespace
+                namespace = obj.namespace
+                if namespace is not None:
+                    unknown = placeholder.get(namespace)
+                    if unknown is None:
+                        unknown = placeholder[namespace] = is_placeholder(namespace)
+                    if unknown:
+                        namespace = None
             if namespace is None:
                 if obj.gk != kinds.ARGO_APPLICATION:  # an Application without a destination namespace: its objects'
                     unplaced.append(obj)
                 continue
-            if ctx.posture.namespace_excluded(namespace):
+            skip = excluded.get(namespace)
+            if skip is None:
+                skip = excluded[namespace] = posture.namespace_excluded(namespace)
+            if skip:
                 continue
             if obj.gk == kinds.SERVICE and namespace == "default" and obj.name == "kubernetes":
                 continue  # the API server's own Service
