@@ -215,7 +215,8 @@ class Outcome:
 def outcome(result: AuditResult) -> Outcome:
     """As for audits: a way in whose verdict is unknown, or a rule judging ways in in error, is incomplete
     (exit 3); a rule that did not run on offline input (no workload in a GitOps repository: no hostPort to
-    see) only with --require-complete (always live)."""
+    see) only with --require-complete (always live), unless the configuration declares it not applicable
+    here; a partial verdict with an undeclared gap too, with --require-complete."""
     counts: Counter[VerdictKind] = Counter(j.verdict.kind for j in result.exposures)
     statuses = {r.id: r for r in result.rules}
     unjudged: list[str] = []
@@ -223,11 +224,15 @@ def outcome(result: AuditResult) -> Outcome:
     for rule_id in EXPOSURE_RULES:
         rule = statuses.get(rule_id)
         if rule is not None and rule.status in (RuleStatus.PASSED, RuleStatus.FAILED):
+            if rule.open_gap and result.require_complete:  # a partial verdict, as audits count it
+                unjudged.append(f"rule {rule_id} did not see: {'; '.join(map(str, rule.unseen))}")
             continue
         why = f"rule {rule_id} was not selected" if rule is None else f"rule {rule_id} is {rule.status.value}: " \
             f"{rule.reason}"
         error = rule is not None and rule.status is RuleStatus.ERROR
-        (unjudged if error or result.require_complete else unchecked).append(why)
+        # Declared not applicable here (.cilium-audit.yaml, docs/config.md): no gap, even with requireComplete.
+        declared = rule is not None and rule.status is RuleStatus.NOT_APPLICABLE
+        (unjudged if error or (result.require_complete and not declared) else unchecked).append(why)
     ways = sorted({j.verdict.reason for j in result.exposures if j.verdict.kind is VerdictKind.UNJUDGED})
     unjudged += [why for why in ways if why not in unjudged]
     failing = {(f.cluster, f.rule, f.object) for f in result.failing}
@@ -250,6 +255,10 @@ def _summary(result: AuditResult, found: Outcome, width: int, style: _Style) -> 
         verdict = (f"Verdict: FAIL ({_plural(found.failing, 'way')} in drift at or above {result.fail_on.value}; "
                    "exit 1)")
         colour = "red"
+    elif found.unchecked and result.require_complete:  # only rules declared not applicable here did not run
+        verdict = ("Verdict: PASS (every way in is sanctioned, excepted or below --fail-on; the rules declared "
+                   "not applicable here did not run)")
+        colour = "green"
     elif found.unchecked:
         verdict = ("Verdict: PASS on what could be checked (some rules judging ways in did not run; "
                    "--require-complete makes that fail)")
