@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +105,20 @@ def backend_of(judged: JudgedEntrance) -> str:
     return ", ".join(services or workloads) or "-"
 
 
-def verdict_of(judged: JudgedEntrance) -> str:
+def entry_locations(result: AuditResult) -> dict[str, str]:
+    """Where each exception entry of the run was written (`FILE:LINE`, each entry of a merged list its own
+    file; `built-in`), by name: names are unique across the merged files."""
+    sources = ConfigSources.of(result)
+    return {usage.entry.name: sources.entry_location(usage.entry) for usage in result.exceptions}
+
+
+def verdict_of(judged: JudgedEntrance, locations: Mapping[str, str] | None = None) -> str:
     verdict = judged.verdict
     if verdict.kind is VerdictKind.SANCTIONED:
         return f"sanctioned by {verdict.by}"
     if verdict.kind is VerdictKind.EXCEPTED:
-        return f"excepted by {verdict.by}: {verdict.reason}"
+        at = (locations or {}).get(verdict.by)
+        return f"excepted by {verdict.by}{f' ({at})' if at else ''}: {verdict.reason}"
     if verdict.kind is VerdictKind.DRIFT:
         return f"drift ({verdict.rule})"
     return f"unjudged: {verdict.reason}"
@@ -124,14 +132,14 @@ class _Row:
     evidence: str
 
 
-def _row(judged: JudgedEntrance) -> _Row:
+def _row(judged: JudgedEntrance, locations: Mapping[str, str]) -> _Row:
     entrance = judged.entrance
     address = entrance.address.display
     if judged.cluster:
         address = f"{judged.cluster}: {address}"
     cells = (shown(address, OBJECT_LIMIT), entrance.port_display, shown(describe_announcing(entrance.announcing),
              MESSAGE_LIMIT), shown(forwarded_by(judged), MESSAGE_LIMIT), shown(backend_of(judged), MESSAGE_LIMIT),
-             shown(verdict_of(judged), MESSAGE_LIMIT))
+             shown(verdict_of(judged, locations), MESSAGE_LIMIT))
     return _Row(judged.verdict.kind, cells, tuple(shown(n, LINE_LIMIT) for n in entrance.notes),
                 shown(entrance.evidence.describe(), LINE_LIMIT))
 
@@ -273,7 +281,8 @@ def render_text(result: AuditResult, color: bool = False, width: int = DEFAULT_W
     width, style = max(width, MIN_WIDTH), _Style(color)
     shown_ways = [j for j in result.exposures
                   if verbosity is not Verbosity.QUIET or j.verdict.kind in (VerdictKind.DRIFT, VerdictKind.UNJUDGED)]
-    rows = [_row(j) for j in shown_ways]
+    locations = entry_locations(result)
+    rows = [_row(j, locations) for j in shown_ways]
     lines: list[str] = []
     if verbosity is not Verbosity.QUIET:
         lines += [style(line, "bold") for line in wrap(f"Ways in of {target_line(result)}", width, "", "  ")]
