@@ -198,6 +198,8 @@ def test_exceptions_from_two_files_keep_their_own_file_and_line_in_the_exposure_
     # The trace of the Service names the same verdict.
     chains = _json(run("trace", "Service/web/web", "-o", "json", *AS_OF, cwd=repo))["chains"]
     assert [chain["way"]["verdict"].get("by") for chain in chains] == ["web-lb", "web-lb"]
+    traced = _flat(run("trace", "Service/web/web", *AS_OF, cwd=repo, env=WIDE).stdout)
+    assert traced.count("way in: excepted by web-lb (policy/load-balancers.yaml:2): Published by the LAN's DNS.") == 2
 
 
 # --- rules, severities and the gate --------------------------------------------------------------------
