@@ -257,6 +257,36 @@ def test_require_complete_with_not_applicable_rules_decides_the_exposure_exit_co
     assert run("exposure", "--no-require-complete", *AS_OF, cwd=repo).code == 0
 
 
+def test_a_partial_verdict_is_incomplete_with_require_complete_unless_its_gap_is_declared(tmp_path: Path) -> None:
+    """The lab's Cilium HelmRelease alone: its values declare a LoadBalancer (Hubble UI), so
+    lb-service-not-excepted reports drift without seeing any Service object (partial), as audits count it."""
+    repo = _repo(tmp_path, "paths: [infra/lab]\nrequireComplete: true\n")
+    strict = _json(run("exposure", "-o", "json", *AS_OF, cwd=repo))
+    assert strict["summary"]["exitCode"] == 3 and strict["summary"]["drift"] == 2
+    assert ("rule lb-service-not-excepted did not see: Service objects (the input holds no Service objects)"
+            in strict["summary"]["notJudged"])
+    assert _json(run("exposure", "--no-require-complete", "-o", "json", *AS_OF, cwd=repo))["summary"]["exitCode"] == 1
+    reason = "Services are rendered by Helm in CI"
+    declared = "".join(f"    {rule}: {reason}\n" for rule in (
+        "lb-service-not-excepted", "nodeport-service-not-excepted", "service-external-ips", "hostport-not-excepted",
+        "hostnetwork-pod-not-excepted"))
+    (repo / ".cilium-audit.yaml").write_text(
+        f"paths: [infra/lab]\nrequireComplete:\n  enabled: true\n  notApplicable:\n{declared}", encoding="utf-8")
+    gated = _json(run("exposure", "-o", "json", *AS_OF, cwd=repo))
+    assert gated["summary"]["notJudged"] == [] and gated["summary"]["exitCode"] == 1  # the drift still fails
+
+
+def test_a_file_that_could_not_be_read_makes_exposure_incomplete_as_an_audit() -> None:
+    """Fail closed: the file not read may hold a way in (an audit of the same tree exits 3 too)."""
+    tree = str(FIXTURES / "broken-tree")
+    audit = run(tree, "-o", "json", *AS_OF)
+    listed = run("exposure", tree, "-o", "json", *AS_OF)
+    assert listed.code == audit.code == 3
+    (why,) = _json(listed)["summary"]["notJudged"]
+    assert why.endswith("broken-tree/apps/web/web.yaml:28: not read (duplicate key 'image' (first at line 26)): "
+                        "it may hold a way in")
+
+
 # --- trace exit codes, unchanged -----------------------------------------------------------------------
 
 

@@ -224,7 +224,8 @@ def outcome(result: AuditResult) -> Outcome:
     """As for audits: a way in whose verdict is unknown, or a rule judging ways in in error, is incomplete
     (exit 3); a rule that did not run on offline input (no workload in a GitOps repository: no hostPort to
     see) only with --require-complete (always live), unless the configuration declares it not applicable
-    here; a partial verdict with an undeclared gap too, with --require-complete."""
+    here; a partial verdict with an undeclared gap too, with --require-complete; an input problem (a file
+    not read) always, as in audits."""
     counts: Counter[VerdictKind] = Counter(j.verdict.kind for j in result.exposures)
     statuses = {r.id: r for r in result.rules}
     unjudged: list[str] = []
@@ -241,6 +242,9 @@ def outcome(result: AuditResult) -> Outcome:
         # Declared not applicable here (.cilium-audit.yaml, docs/config.md): no gap, even with requireComplete.
         declared = rule is not None and rule.status is RuleStatus.NOT_APPLICABLE
         (unjudged if error or (result.require_complete and not declared) else unchecked).append(why)
+    # A file that could not be read may hold a way in: as in audits, the run is incomplete (fail closed).
+    unjudged += [f"{problem.where}: not read ({problem.message}): it may hold a way in"
+                 for problem in result.input_problems]
     ways = sorted({j.verdict.reason for j in result.exposures if j.verdict.kind is VerdictKind.UNJUDGED})
     unjudged += [why for why in ways if why not in unjudged]
     failing = {(f.cluster, f.rule, f.object) for f in result.failing}
