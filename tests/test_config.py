@@ -61,14 +61,15 @@ def test_precedence_flag_over_env_over_discovered_and_options_over_the_file(tmp_
         assert result.code == 0, result.stderr
         return dict(json.loads(result.stdout))
 
-    assert settings()["failOn"] == {"value": "warning", "from": ".cilium-audit.yaml:1"}
+    fail_on = settings()["failOn"]
+    assert (fail_on["value"], fail_on["from"]) == ("warning", ".cilium-audit.yaml:1")
     via_env = settings(env={"AUDIT_CONFIG": str(other)})
     assert via_env["config"]["from"] == "env AUDIT_CONFIG" and via_env["failOn"]["value"] == "info"
     via_flag = settings("--config", str(chosen), env={"AUDIT_CONFIG": str(other)})
     assert via_flag["config"]["from"] == "flag --config" and via_flag["failOn"]["from"] == "default"
     assert via_flag["requireComplete"]["value"] is True
     flags = settings("--fail-on", "error", "--skip-rule", "gateway-not-programmed")
-    assert flags["failOn"] == {"value": "error", "from": "flag --fail-on"}
+    assert (flags["failOn"]["value"], flags["failOn"]["from"]) == ("error", "flag --fail-on")
     assert flags["rules.skip"] == {"value": ["lb-pool-conflict", "gateway-not-programmed"],
                                    "from": ".cilium-audit.yaml:3 + flag --skip-rule"}
     assert flags["posture"] == {"value": None, "from": "built-in"}

@@ -123,7 +123,8 @@ def test_fail_on_and_the_exception_list_decide_as_in_an_audit(tmp_path: Path) ->
     excepted = [w for w in ways if w["verdict"]["status"] == "excepted"]
     assert excepted and all(w["verdict"]["reason"] == "Lab cluster, open on purpose." for w in excepted)
     text = exposure(str(EXPOSURE), "--exceptions", str(exceptions), env={"COLUMNS": "80"})
-    assert "excepted by all-lb-service-not-excepted: Lab cluster, open on purpose." in " ".join(text.stdout.split())
+    assert (f"excepted by all-lb-service-not-excepted ({exceptions}:2): Lab cluster, open on purpose."
+            in " ".join(text.stdout.split()))
 
 
 def test_formats_and_files(tmp_path: Path) -> None:

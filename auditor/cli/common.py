@@ -123,10 +123,14 @@ def _option_decorators() -> list[Callable[[Callable[..., Any]], Callable[..., An
         click.option("--baseline", "baseline_file", metavar="PREVIOUS.json", type=click.Path(dir_okay=False),
                      help="A previous JSON report: its findings no longer fail the run, only new ones do; "
                           "fixed ones are reported."),
-        click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
-                     help="Configuration file (default: $AUDIT_CONFIG, else the .cilium-audit.yaml found walking up "
-                          "from PATH to the repository root; docs/config.md). Options given here override it."),
+        config_option,
     ]
+
+
+config_option = click.option(
+    "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+    help="Configuration file (default: $AUDIT_CONFIG, else the .cilium-audit.yaml found walking up from PATH to the "
+         "repository root; docs/config.md). Options given here override it.")
 
 
 def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -195,15 +195,37 @@ def _configured_clusters(clusters: tuple[tuple[str, str], ...], paths: tuple[str
                  for name, path in clusters)
 
 
+def tree_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --cluster and --audit-unreached (`clusters`, `audit_unreached`): how one GitOps folder is read."""
+    command = click.option(
+        "--audit-unreached", is_flag=True,
+        help="A GitOps folder: also audit what no cluster deploys, as a scope of its own named (unreached).")(command)
+    return click.option(
+        "--cluster", "clusters", metavar="NAME=PATH", multiple=True, callback=_cluster_specs,
+        help="A GitOps folder: audit PATH (a folder or file of it, read as Flux reads a path) as the cluster NAME, "
+             "instead of the clusters the tree's Flux and Argo CD objects say (repeatable).")(command)
+
+
+# The parameters of tree_options (offline only too: commands that also read clusters refuse them with --live).
+TREE_ONLY = ("clusters", "audit_unreached")
+
+
+def read_offline(paths: tuple[str, ...], inputs: InputOptions, clusters: tuple[Any, ...], audit_unreached: bool,
+                 prepared: Any, evaluate_snapshot: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Offline input read as `audit PATH...` reads it: one folder as a GitOps tree, (the result of its clusters
+    audited by `evaluate_snapshot`, None), or (None, the snapshot) of plain manifests, files or stdin."""
+    if len(paths) == 1 and paths[0] != STDIN and os.path.isdir(paths[0]):
+        return audit_tree_input(paths[0], inputs, clusters, audit_unreached, evaluate_snapshot, prepared.posture)
+    if clusters or audit_unreached:
+        raise click.UsageError("--cluster and --audit-unreached read one GitOps folder: give exactly one folder")
+    return None, read_input(paths, inputs, prepared.posture)
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=False, metavar="PATH...", type=INPUT_PATH)
 @audit_options
 @input_options
-@click.option("--cluster", "clusters", metavar="NAME=PATH", multiple=True, callback=_cluster_specs,
-              help="A GitOps folder: audit PATH (a folder or file of it, read as Flux reads a path) as the "
-                   "cluster NAME, instead of the clusters the tree's Flux and Argo CD objects say (repeatable).")
-@click.option("--audit-unreached", is_flag=True,
-              help="A GitOps folder: also audit what no cluster deploys, as a scope of its own named (unreached).")
+@tree_options
 @click.pass_context
 def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inputs: InputOptions,
          clusters: tuple[Any, ...], audit_unreached: bool) -> None:
@@ -229,13 +251,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inpu
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     prepared = prepare(options)
-    if len(paths) == 1 and paths[0] != STDIN and os.path.isdir(paths[0]):
-        result, snapshot = audit_tree_input(paths[0], inputs, clusters, audit_unreached,
-                                            lambda scope: evaluate(scope, prepared, options), prepared.posture)
-        if result is not None:
-            ctx.exit(report(result, prepared, options))
-    elif clusters or audit_unreached:
-        raise click.UsageError("--cluster and --audit-unreached read one GitOps folder: give exactly one folder")
-    else:
-        snapshot = read_input(paths, inputs, prepared.posture)
+    result, snapshot = read_offline(paths, inputs, clusters, audit_unreached, prepared,
+                                    lambda scope: evaluate(scope, prepared, options))
+    if result is not None:
+        ctx.exit(report(result, prepared, options))
     ctx.exit(finish(snapshot, prepared, options))

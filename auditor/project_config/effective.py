@@ -24,6 +24,15 @@ KEYS = ("config", "paths", "exclude", "clusters", "rules.only", "rules.skip", "s
         "requireComplete", "notApplicable", "posture", "exceptions")
 
 
+# The keys some commands have no use for, and why (docs/config.md, "Which commands use each key"); every
+# other key applies to every auditing command: audit [scan], audit live, audit exposure, audit trace.
+_LIVE = "audit live, audit exposure --live and audit trace --live, which read a cluster, not files"
+_TRACE = ("audit trace, whose exit code is the chain's (0 whole, 1 a hop broken, 3 a hop unseen), not the "
+          "findings' or the rules'")
+NOT_USED_BY = {"paths": _LIVE, "exclude": _LIVE, "clusters": _LIVE, "severity": _TRACE, "failOn": _TRACE,
+               "requireComplete": _TRACE, "notApplicable": _TRACE}
+
+
 @dataclass(frozen=True)
 class Setting:
     key: str
@@ -77,6 +86,8 @@ def to_dict(settings: Mapping[str, Setting]) -> dict[str, Any]:
         items = _item_origins(setting.value)
         if items:
             entry["items"] = items
+        if key in NOT_USED_BY:
+            entry["notUsedBy"] = NOT_USED_BY[key]
         out[key] = entry
     return out
 
@@ -114,6 +125,10 @@ def render_text(settings: Mapping[str, Setting]) -> str:
             lines += [f"  - {_scalar(item.value)}  (from {item.origin})" for item in value if isinstance(item, Value)]
         else:
             lines.append(f"{key}: {_scalar(_json_value(value))}  (from {setting.origin})")
+    lines.append("not used by every command:")
+    for why in dict.fromkeys(NOT_USED_BY.values()):
+        keys = ", ".join(key for key, reason in NOT_USED_BY.items() if reason == why)
+        lines.append(f"  {keys}: not by {why}")
     return "\n".join(lines) + "\n"
 
 

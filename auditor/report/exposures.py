@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +105,20 @@ def backend_of(judged: JudgedEntrance) -> str:
     return ", ".join(services or workloads) or "-"
 
 
-def verdict_of(judged: JudgedEntrance) -> str:
+def entry_locations(result: AuditResult) -> dict[str, str]:
+    """Where each exception entry of the run was written (`FILE:LINE`, each entry of a merged list its own
+    file; `built-in`), by name: names are unique across the merged files."""
+    sources = ConfigSources.of(result)
+    return {usage.entry.name: sources.entry_location(usage.entry) for usage in result.exceptions}
+
+
+def verdict_of(judged: JudgedEntrance, locations: Mapping[str, str] | None = None) -> str:
     verdict = judged.verdict
     if verdict.kind is VerdictKind.SANCTIONED:
         return f"sanctioned by {verdict.by}"
     if verdict.kind is VerdictKind.EXCEPTED:
-        return f"excepted by {verdict.by}: {verdict.reason}"
+        at = (locations or {}).get(verdict.by)
+        return f"excepted by {verdict.by}{f' ({at})' if at else ''}: {verdict.reason}"
     if verdict.kind is VerdictKind.DRIFT:
         return f"drift ({verdict.rule})"
     return f"unjudged: {verdict.reason}"
@@ -124,14 +132,14 @@ class _Row:
     evidence: str
 
 
-def _row(judged: JudgedEntrance) -> _Row:
+def _row(judged: JudgedEntrance, locations: Mapping[str, str]) -> _Row:
     entrance = judged.entrance
     address = entrance.address.display
     if judged.cluster:
         address = f"{judged.cluster}: {address}"
     cells = (shown(address, OBJECT_LIMIT), entrance.port_display, shown(describe_announcing(entrance.announcing),
              MESSAGE_LIMIT), shown(forwarded_by(judged), MESSAGE_LIMIT), shown(backend_of(judged), MESSAGE_LIMIT),
-             shown(verdict_of(judged), MESSAGE_LIMIT))
+             shown(verdict_of(judged, locations), MESSAGE_LIMIT))
     return _Row(judged.verdict.kind, cells, tuple(shown(n, LINE_LIMIT) for n in entrance.notes),
                 shown(entrance.evidence.describe(), LINE_LIMIT))
 
@@ -215,7 +223,9 @@ class Outcome:
 def outcome(result: AuditResult) -> Outcome:
     """As for audits: a way in whose verdict is unknown, or a rule judging ways in in error, is incomplete
     (exit 3); a rule that did not run on offline input (no workload in a GitOps repository: no hostPort to
-    see) only with --require-complete (always live)."""
+    see) only with --require-complete (always live), unless the configuration declares it not applicable
+    here; a partial verdict with an undeclared gap too, with --require-complete; an input problem (a file
+    not read) always, as in audits."""
     counts: Counter[VerdictKind] = Counter(j.verdict.kind for j in result.exposures)
     statuses = {r.id: r for r in result.rules}
     unjudged: list[str] = []
@@ -223,11 +233,18 @@ def outcome(result: AuditResult) -> Outcome:
     for rule_id in EXPOSURE_RULES:
         rule = statuses.get(rule_id)
         if rule is not None and rule.status in (RuleStatus.PASSED, RuleStatus.FAILED):
+            if rule.open_gap and result.require_complete:  # a partial verdict, as audits count it
+                unjudged.append(f"rule {rule_id} did not see: {'; '.join(map(str, rule.unseen))}")
             continue
         why = f"rule {rule_id} was not selected" if rule is None else f"rule {rule_id} is {rule.status.value}: " \
             f"{rule.reason}"
         error = rule is not None and rule.status is RuleStatus.ERROR
-        (unjudged if error or result.require_complete else unchecked).append(why)
+        # Declared not applicable here (.cilium-audit.yaml, docs/config.md): no gap, even with requireComplete.
+        declared = rule is not None and rule.status is RuleStatus.NOT_APPLICABLE
+        (unjudged if error or (result.require_complete and not declared) else unchecked).append(why)
+    # A file that could not be read may hold a way in: as in audits, the run is incomplete (fail closed).
+    unjudged += [f"{problem.where}: not read ({problem.message}): it may hold a way in"
+                 for problem in result.input_problems]
     ways = sorted({j.verdict.reason for j in result.exposures if j.verdict.kind is VerdictKind.UNJUDGED})
     unjudged += [why for why in ways if why not in unjudged]
     failing = {(f.cluster, f.rule, f.object) for f in result.failing}
@@ -250,6 +267,10 @@ def _summary(result: AuditResult, found: Outcome, width: int, style: _Style) -> 
         verdict = (f"Verdict: FAIL ({_plural(found.failing, 'way')} in drift at or above {result.fail_on.value}; "
                    "exit 1)")
         colour = "red"
+    elif found.unchecked and result.require_complete:  # only rules declared not applicable here did not run
+        verdict = ("Verdict: PASS (every way in is sanctioned, excepted or below --fail-on; the rules declared "
+                   "not applicable here did not run)")
+        colour = "green"
     elif found.unchecked:
         verdict = ("Verdict: PASS on what could be checked (some rules judging ways in did not run; "
                    "--require-complete makes that fail)")
@@ -264,7 +285,8 @@ def render_text(result: AuditResult, color: bool = False, width: int = DEFAULT_W
     width, style = max(width, MIN_WIDTH), _Style(color)
     shown_ways = [j for j in result.exposures
                   if verbosity is not Verbosity.QUIET or j.verdict.kind in (VerdictKind.DRIFT, VerdictKind.UNJUDGED)]
-    rows = [_row(j) for j in shown_ways]
+    locations = entry_locations(result)
+    rows = [_row(j, locations) for j in shown_ways]
     lines: list[str] = []
     if verbosity is not Verbosity.QUIET:
         lines += [style(line, "bold") for line in wrap(f"Ways in of {target_line(result)}", width, "", "  ")]

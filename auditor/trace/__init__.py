@@ -10,11 +10,11 @@ Built on the exposure model (docs/exposure.md); the certificate hop is
 gateway-https-listener-tls's own judgement. Text and JSON: `auditor.trace.render`.
 """
 
-from auditor.trace.build import UnknownTarget, known_targets, parse_target, trace
+from auditor.trace.build import UnknownTarget, known_targets, parse_target, trace, trace_clusters
 from auditor.trace.hops import LEASE_PREFIX, lease_name
 from auditor.trace.model import Chain, Hop, HopKind, HopStatus, Target, TargetKind, Trace
 
 __all__ = [
     "LEASE_PREFIX", "Chain", "Hop", "HopKind", "HopStatus", "Target", "TargetKind", "Trace", "UnknownTarget",
-    "known_targets", "lease_name", "parse_target", "trace",
+    "known_targets", "lease_name", "parse_target", "trace", "trace_clusters",
 ]

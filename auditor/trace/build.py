@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property
 
 from auditor import kinds
@@ -48,6 +49,8 @@ _KINDS = {"service": TargetKind.SERVICE, "svc": TargetKind.SERVICE, "gateway": T
 
 class UnknownTarget(AuditError):
     """A target the input does not know: exit 2, with the closest known targets."""
+
+    why: str = ""  # what the input lacks (the message without the closest targets)
 
 
 def parse_target(text: str) -> Target:
@@ -88,9 +91,11 @@ def _same_kind(target: Target, candidate: str) -> bool:
     return candidate.startswith(prefix) if prefix else "/" not in candidate
 
 
-def unknown(target: Target, model: ExposureModel, why: str) -> UnknownTarget:
-    """The error for a target the input does not know, with the closest known targets of its kind."""
-    candidates = known_targets(model)
+def unknown(target: Target, model: ExposureModel | Sequence[ExposureModel], why: str) -> UnknownTarget:
+    """The error for a target the input does not know, with the closest known targets of its kind (over
+    every model given: the clusters of a GitOps tree)."""
+    models = [model] if isinstance(model, ExposureModel) else list(model)
+    candidates = sorted({candidate for each in models for candidate in known_targets(each)})
     # Compared without the kind (`Service/`), which every candidate of the kind shares.
     bare = {c.split("/", 1)[1] if "/" in c else c: c for c in candidates if _same_kind(target, c)}
     query = (target.text.split("/", 1)[1] if target.ref is not None else target.text)[:QUERY_LIMIT]
@@ -98,7 +103,9 @@ def unknown(target: Target, model: ExposureModel, why: str) -> UnknownTarget:
     hint = (f"closest known targets: {', '.join(close)}" if close
             else f"{len(candidates)} known targets, none close" if candidates
             else "the input has no Gateway listener, route or Service to trace")
-    return UnknownTarget(f"unknown target '{shown(target.text, QUERY_LIMIT)}': {why} ({shown(hint, 2000)})")
+    error = UnknownTarget(f"unknown target '{shown(target.text, QUERY_LIMIT)}': {why} ({shown(hint, 2000)})")
+    error.why = why
+    return error
 
 
 class _Tracer:
@@ -325,4 +332,26 @@ def trace(result: AuditResult, target: Target) -> Trace:
         chains = _service_chains(tracer, target, target.ref)
     else:
         chains = _gateway_chains(tracer, target, target.ref)
+    return Trace(target, tuple(chains))
+
+
+def trace_clusters(parts: Sequence[tuple[str, AuditResult]], target: Target) -> Trace:
+    """The chains to `target` in each cluster of a GitOps tree (`parts`: name, that cluster's result), each
+    titled with its cluster and its way in tagged with it, as the tree's audit tags findings; a cluster that
+    does not know the target adds none. `UnknownTarget` only when no cluster knows it, with the closest
+    known targets over them all."""
+    chains: list[Chain] = []
+    missing: list[UnknownTarget] = []
+    for name, result in parts:
+        try:
+            found = trace(result, target)
+        except UnknownTarget as error:
+            missing.append(error)
+            continue
+        chains += [replace(chain, title=f"{name}: {chain.title}",
+                           way=replace(chain.way, cluster=name) if chain.way is not None else None)
+                   for chain in found.chains]
+    if not chains:
+        models = [result.exposure_model for _, result in parts if result.exposure_model is not None]
+        raise unknown(target, models, missing[0].why if missing else "the tree audits no cluster")
     return Trace(target, tuple(chains))

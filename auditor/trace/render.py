@@ -8,6 +8,7 @@ from typing import Any
 from auditor import TOOL_NAME, __version__
 from auditor.engine import AuditResult
 from auditor.exposure import Evidence
+from auditor.report.exposures import entry_locations
 from auditor.report.json_report import exposure_dict, object_dict, source_dict, sources_dict, target_dict
 from auditor.report.sources import ConfigSources
 from auditor.report.text import (
@@ -49,11 +50,12 @@ def _hop_lines(hop: Hop, width: int, style: _Style) -> list[str]:
     return lines
 
 
-def _way_verdict(chain: Chain) -> str:
+def _way_verdict(chain: Chain, locations: dict[str, str]) -> str:
     if chain.way is None:
         return ""
     verdict = chain.way.verdict
-    detail = {"sanctioned": f" by {verdict.by}", "excepted": f" by {verdict.by}: {verdict.reason}",
+    at = f" ({locations[verdict.by]})" if verdict.by in locations else ""
+    detail = {"sanctioned": f" by {verdict.by}", "excepted": f" by {verdict.by}{at}: {verdict.reason}",
               "drift": f" ({verdict.rule})", "unjudged": f": {verdict.reason}"}[verdict.kind.value]
     return f"way in: {verdict.kind.value}{detail}"
 
@@ -76,6 +78,7 @@ def render_text(found: Trace, result: AuditResult, color: bool = False, width: i
         len(found.chains), "chain")
     lines = [style(line, "bold") for line in wrap(heading, width, "", "  ")]
     lines += [*wrap(ConfigSources.of(result).sentence(), width, "", "  "), ""]
+    locations = entry_locations(result)
     for number, chain in enumerate(found.chains, 1):
         status = "whole" if chain.status is HopStatus.OK else chain.status.value
         title = f"Chain {number} of {len(found.chains)}: {shown(chain.title, LINE_LIMIT)}: "
@@ -83,7 +86,7 @@ def render_text(found: Trace, result: AuditResult, color: bool = False, width: i
         lines[-1] = lines[-1][: len(lines[-1]) - len(status)] + style(status, STATUS_COLOURS[chain.status])
         for hop in chain.hops:
             lines += _hop_lines(hop, width, style)
-        way = _way_verdict(chain)
+        way = _way_verdict(chain, locations)
         if way:
             lines += wrap(shown(way, MESSAGE_LIMIT), width, "  ", "    ")
         lines.append("")
