@@ -196,9 +196,18 @@ class _Deadline:
         self._connection: Any = None
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
+        self._started = 0.0
 
     def start(self) -> None:
+        self._started = time.monotonic()
         self._timer.start()
+
+    @property
+    def passed(self) -> bool:
+        """Whether the limit has passed, by the clock as well as by the timer: on a loaded machine the
+        socket's own read timeout (the same number of seconds) can fire before the timer thread runs, and
+        that failure is this limit too, not a different one."""
+        return self.expired or time.monotonic() - self._started >= self.seconds
 
     def cancel(self) -> None:
         self._timer.cancel()
@@ -434,12 +443,12 @@ class Client:
         except UnusableAnswer:
             raise
         except ApiException as error:  # the REST layer wraps urllib3's SSLError as status 0
-            if deadline is not None and deadline.expired:
+            if deadline is not None and deadline.passed:
                 raise self._timed_out(path) from None
             raise TransportFailure(path, f"TLS failure ({clean(str(error.reason).splitlines()[-1][:200])})",
                                    retryable=False) from None
         except Exception as error:
-            if deadline is not None and deadline.expired:
+            if deadline is not None and deadline.passed:
                 raise self._timed_out(path) from None
             detail, retryable = _describe_transport(error)
             raise TransportFailure(path, detail, retryable) from None
