@@ -1,0 +1,246 @@
+"""A folder's files parsed by worker processes, as flake8's `--jobs` does (`audit --jobs`).
+
+Parsing YAML is most of what `audit TREE` costs, and each file parses on its
+own, so the files of a folder argument are read and parsed by forked workers
+while this process turns their documents into objects, in the walk's order:
+the output is the same bytes as a serial read.
+
+Every limit is enforced as before: the file count by the walk (here), each
+file's bytes, YAML nodes, alias expansion and JSON values by the worker's
+parse, which is the serial reader's own code (`auditor.sources.files`). A
+file's problem comes back with the documents parsed before it, so the
+objects, the observer and the error are exactly what the serial read gives.
+A worker sends its result pickled (about a tenth of the parse, measured in
+docs/performance.md). Whatever a worker cannot vouch for (a file above
+`PARALLEL_MAX_BYTES`, so a large dump is never held twice, or one that could
+build more than `PARALLEL_MAX_NODES` nodes, so the workers add little to the
+peak memory; an unexpected exception; a worker that died) is read again
+here, serially, with the serial read's outcome.
+
+The read stays serial with one CPU, below `PARALLEL_MIN_FILES` files (the
+workers would cost more than they save), without `os.fork` (Windows: fork is
+what makes a worker cheap, it inherits the loaded modules and the limits; no
+`multiprocessing` pool, whose lost tasks would leave the read waiting), and
+in a process running other threads (forking one is unsafe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import struct
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
+
+from auditor.errors import InputError
+from auditor.parsing.yaml_docs import estimated_nodes
+from auditor.sources.files import OBSERVED_BYTES, ReadLimits, _documents, _read_file
+
+if TYPE_CHECKING:
+    from auditor.sources.files import _Document, _Walked
+
+# Below this many files the workers' start-up (a fork each) outweighs what they save.
+PARALLEL_MIN_FILES = 128
+# A larger file is parsed by the main process: its result is not pickled and sent whole.
+PARALLEL_MAX_BYTES = 1024 * 1024
+# A file that could build more nodes is parsed by the main process: a worker's memory stays bounded
+# (~700 bytes a YAML node at worst, docs/input.md "Limits"), so n workers add at most n times that
+# to the serial read's peak. An ordinary 800 KB CRD bundle counts about 30,000.
+PARALLEL_MAX_NODES = 100_000
+# Files a worker is handed at a time (fewer round trips than one at a time, still balanced).
+_CHUNK_FILES = 16
+_FRAME = struct.Struct("<Q")  # a chunk's results: their length, then their pickle
+
+Entry = tuple[str, bool, "_Walked"]
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What a worker read of one file: its bytes (for the observer), documents, and problem if any."""
+
+    data: bytes
+    documents: list[_Document]
+    error: tuple[str, str | None, int | None, str | None, str | None] | None  # InputError's parts
+
+    def replay(self) -> Iterator[_Document]:
+        """The documents as the serial parse yields them, then its error at the same point."""
+        yield from self.documents
+        if self.error is not None:
+            message, path, line, problem, code = self.error
+            raise InputError(message, path=path, line=line, problem=problem, code=code)
+
+
+def worker_count(jobs: int) -> int:
+    """The processes `jobs` asks for: 0 is the CPUs this process may run on."""
+    if jobs > 0:
+        return jobs
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+# Set before the workers fork: they inherit them (the limits hold a callable, never pickled).
+_WORKER_LIMITS = ReadLimits()
+_WORKER_KEEPS_BYTES = False
+
+
+def _parse_file(path: str) -> bytes | None:
+    """In a worker: one folder file read and parsed, pickled; None to leave it to the main process."""
+    try:
+        if os.stat(path).st_size > PARALLEL_MAX_BYTES:
+            return None
+    except OSError:
+        return None  # the main process says why it cannot be read
+    documents: list[_Document] = []
+    data = b""
+    error = None
+    try:
+        holder = [_read_file(path, _WORKER_LIMITS, explicit=False)]
+        if estimated_nodes(holder[0]) > PARALLEL_MAX_NODES:
+            return None  # what a worker builds stays small, whatever the file holds
+        if _WORKER_KEEPS_BYTES and len(holder[0]) <= OBSERVED_BYTES:
+            data = holder[0]
+        documents.extend(_documents(path, holder, _WORKER_LIMITS))
+    except InputError as problem:
+        error = (problem.message, problem.path, problem.line, problem.problem, problem.code)
+    except Exception:  # anything else: the serial read gives its exact outcome
+        return None
+    try:
+        return pickle.dumps(Parsed(data, documents, error), pickle.HIGHEST_PROTOCOL)
+    except Exception:  # (nesting too deep to pickle, say): read it serially
+        return None
+
+
+class _Worker:
+    """One forked worker: its process and the pipe it writes its chunks' results to."""
+
+    def __init__(self, pid: int, results: BinaryIO) -> None:
+        self.pid = pid
+        self.results = results
+
+    def frame(self) -> bytes | None:
+        """The next chunk's results as the worker wrote them, or None: it ended without writing them."""
+        header = self.results.read(_FRAME.size)
+        if len(header) != _FRAME.size:
+            return None
+        (size,) = _FRAME.unpack(header)
+        body = self.results.read(size)
+        return body if len(body) == size else None
+
+
+def _serve(output: int, chunks: list[list[str]]) -> None:
+    """In a worker: each chunk's files parsed, the chunk's results written as one frame."""
+    with os.fdopen(output, "wb") as stream:
+        for chunk in chunks:
+            body = pickle.dumps([_parse_file(path) for path in chunk], pickle.HIGHEST_PROTOCOL)
+            stream.write(_FRAME.pack(len(body)) + body)
+            stream.flush()
+
+
+class Prefetch:
+    """The parsed folder files of a walk, in its order, from forked workers.
+
+    Chunk k of the files is parsed by worker k mod n and read back in order.
+    A pipe holds little, so a worker waits for this process to take what it
+    wrote: at most about a chunk per worker is in flight, whatever the tree.
+    A worker that ends early (killed, out of memory) leaves its files to
+    this process: the read never waits for a result that cannot come.
+    """
+
+    def __init__(self, paths: list[str], limits: ReadLimits, keep_bytes: bool, workers: int) -> None:
+        global _WORKER_LIMITS, _WORKER_KEEPS_BYTES
+        _WORKER_LIMITS, _WORKER_KEEPS_BYTES = limits, keep_bytes
+        self._chunks = [paths[i : i + _CHUNK_FILES] for i in range(0, len(paths), _CHUNK_FILES)]
+        self._workers: list[_Worker] = []
+        self._pending: deque[bytes | None] = deque()
+        self._taken = 0
+        self._slots = workers
+        for index in range(workers):
+            try:
+                self._start(index, workers)
+            except OSError:  # out of processes or pipes: the chunks of workers not started are read here
+                break
+
+    def _start(self, index: int, count: int) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
+        if pid == 0:  # the worker: never returns into the caller's code (os._exit, no atexit, no flush)
+            code = 1
+            try:
+                os.close(read_end)
+                _serve(write_end, self._chunks[index::count])
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        self._workers.append(_Worker(pid, os.fdopen(read_end, "rb")))
+
+    def next(self) -> Parsed | None:
+        """The next folder file's parse, or None: read it here."""
+        if not self._pending:
+            self._pending.extend(self._chunk(self._taken))
+            self._taken += 1
+        result = self._pending.popleft()
+        return None if result is None else pickle.loads(result)  # (our own workers' bytes)
+
+    def _chunk(self, index: int) -> list[bytes | None]:
+        owner = index % self._slots
+        frame = self._workers[owner].frame() if owner < len(self._workers) else None
+        if frame is None:
+            return [None] * len(self._chunks[index])
+        results: list[bytes | None] = pickle.loads(frame)
+        return results
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.results.close()
+            with contextlib.suppress(ProcessLookupError):  # (only a process of ours, never reaped yet)
+                os.kill(worker.pid, signal.SIGKILL)  # done, or the read stopped: nothing left to wait for
+            os.waitpid(worker.pid, 0)
+        self._workers = []
+
+
+def _walked(entries: Iterator[Entry]) -> tuple[list[Entry], InputError | None]:
+    """The whole walk, and the error that stopped it (raised where the serial read would meet it)."""
+    out: list[Entry] = []
+    try:
+        for entry in entries:
+            out.append(entry)
+    except InputError as error:
+        return out, error
+    return out, None
+
+
+def _replayed(entries: list[Entry], failure: InputError | None) -> Iterator[Entry]:
+    yield from entries
+    if failure is not None:
+        raise failure
+
+
+def is_folder_file(entry: Entry) -> bool:
+    _path, explicit, walked = entry
+    return not explicit and walked is None
+
+
+def prefetch(entries: Iterator[Entry], limits: ReadLimits,
+             keep_bytes: bool) -> tuple[Iterator[Entry], Prefetch | None]:
+    """The walk's entries, and the workers parsing its folder files, when parallel reading pays."""
+    workers = worker_count(limits.jobs)
+    if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+        return entries, None
+    walked, failure = _walked(entries)
+    files = [entry[0] for entry in walked if is_folder_file(entry)]
+    if len(files) < PARALLEL_MIN_FILES:
+        return _replayed(walked, failure), None
+    return _replayed(walked, failure), Prefetch(files, limits, keep_bytes, workers)
