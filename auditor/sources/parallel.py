@@ -29,13 +29,19 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import struct
 import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX (no fork either: the read is serial there)
+    fcntl = None  # type: ignore[assignment]
 
 from auditor.errors import InputError
 from auditor.parsing.yaml_docs import estimated_nodes
@@ -54,7 +60,6 @@ PARALLEL_MAX_BYTES = 1024 * 1024
 PARALLEL_MAX_NODES = 100_000
 # Files a worker is handed at a time (fewer round trips than one at a time, still balanced).
 _CHUNK_FILES = 16
-_FRAME = struct.Struct("<Q")  # a chunk's results: their length, then their pickle
 
 Entry = tuple[str, bool, "_Walked"]
 
@@ -118,57 +123,107 @@ def _parse_file(path: str) -> bytes | None:
 
 
 class _Worker:
-    """One forked worker: its process and the pipe it writes its chunks' results to."""
+    """One forked worker: its process, the pipe it writes its chunks' results to, the last chunk it sent."""
 
-    def __init__(self, pid: int, results: BinaryIO) -> None:
+    def __init__(self, pid: int, results: int) -> None:
         self.pid = pid
-        self.results = results
+        self.results = results  # a descriptor, read unbuffered: `select` then sees every byte not read yet
+        self.last = -1  # chunks are claimed in increasing order: this worker holds none at or below it
+        self.ended = False
 
-    def frame(self) -> bytes | None:
-        """The next chunk's results as the worker wrote them, or None: it ended without writing them."""
-        header = self.results.read(_FRAME.size)
-        if len(header) != _FRAME.size:
+    def frame(self) -> tuple[int, bytes] | None:
+        """The next chunk this worker parsed and its results, or None: it ended (done, or killed)."""
+        header = _read_exactly(self.results, _FRAME.size)
+        if header is not None:
+            index, size = _FRAME.unpack(header)
+            body = _read_exactly(self.results, size)
+            if body is not None:
+                self.last = index
+                return index, body
+        self.ended = True
+        return None
+
+
+def _read_exactly(descriptor: int, size: int) -> bytes | None:
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = os.read(descriptor, min(left, _PIPE_BYTES))
+        if not part:
             return None
-        (size,) = _FRAME.unpack(header)
-        body = self.results.read(size)
-        return body if len(body) == size else None
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
-def _serve(output: int, chunks: list[list[str]]) -> None:
-    """In a worker: each chunk's files parsed, the chunk's results written as one frame."""
+# What a pipe may hold ahead of the reader: a worker writing a chunk waits only once this is full. The
+# default 64 KiB is less than a chunk's results (~100 KB for 16 GitOps files); 1 MiB is what Linux
+# lets any user set. The chunk numbers are all written before the workers start: at most this many.
+_PIPE_BYTES = 1024 * 1024
+_TASK = struct.Struct("<I")
+_FRAME = struct.Struct("<IQ")  # a chunk's results: its number, their length, then their pickle
+_MAX_CHUNKS = 65_536 // _TASK.size  # what any pipe holds, should it refuse to be widened
+
+
+def _widen(pipe: int) -> None:
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is not None:
+        with contextlib.suppress(OSError):  # (a lower system limit: the pipe keeps its size)
+            fcntl.fcntl(pipe, set_size, _PIPE_BYTES)
+
+
+def _serve(tasks: int, output: int, chunks: list[list[str]]) -> None:
+    """In a worker: chunks claimed one at a time (a pipe's read is atomic), each one's results one frame."""
     with os.fdopen(output, "wb") as stream:
-        for chunk in chunks:
-            body = pickle.dumps([_parse_file(path) for path in chunk], pickle.HIGHEST_PROTOCOL)
-            stream.write(_FRAME.pack(len(body)) + body)
+        while True:
+            claimed = os.read(tasks, _TASK.size)
+            if len(claimed) != _TASK.size:
+                return  # every chunk is claimed
+            (index,) = _TASK.unpack(claimed)
+            body = pickle.dumps([_parse_file(path) for path in chunks[index]], pickle.HIGHEST_PROTOCOL)
+            stream.write(_FRAME.pack(index, len(body)) + body)
             stream.flush()
 
 
 class Prefetch:
     """The parsed folder files of a walk, in its order, from forked workers.
 
-    Chunk k of the files is parsed by worker k mod n and read back in order.
-    A pipe holds little, so a worker waits for this process to take what it
-    wrote: at most about a chunk per worker is in flight, whatever the tree.
-    A worker that ends early (killed, out of memory) leaves its files to
-    this process: the read never waits for a result that cannot come.
+    The workers claim chunks of files from one queue (the next chunk goes to
+    whichever worker is free: a tree's few large files do not leave one
+    worker with most of the work) and this process takes the results back
+    in order. It reads a worker's pipe only while that worker may still
+    hold the chunk it needs next, so it keeps at most a chunk or so per
+    worker it does not need yet; a worker then waits on its full pipe. A
+    worker that ends early (killed, out of memory) leaves the chunks it
+    claimed to this process: the read never waits for a result that cannot come.
     """
 
     def __init__(self, paths: list[str], limits: ReadLimits, keep_bytes: bool, workers: int) -> None:
         global _WORKER_LIMITS, _WORKER_KEEPS_BYTES
         _WORKER_LIMITS, _WORKER_KEEPS_BYTES = limits, keep_bytes
-        self._chunks = [paths[i : i + _CHUNK_FILES] for i in range(0, len(paths), _CHUNK_FILES)]
+        size = max(_CHUNK_FILES, -(-len(paths) // _MAX_CHUNKS))
+        self._chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
         self._workers: list[_Worker] = []
+        self._ready: dict[int, bytes] = {}
         self._pending: deque[bytes | None] = deque()
         self._taken = 0
-        self._slots = workers
-        for index in range(workers):
+        self._mine: set[int] = set()  # chunks this process claimed: read here, in their turn
+        tasks, queue = os.pipe()
+        self._tasks: int | None = tasks
+        try:
             try:
-                self._start(index, workers)
-            except OSError:  # out of processes or pipes: the chunks of workers not started are read here
-                break
+                _widen(queue)
+                os.write(queue, b"".join(_TASK.pack(index) for index in range(len(self._chunks))))
+            finally:
+                os.close(queue)  # (before the forks: a worker reading the empty queue sees its end)
+            for _ in range(workers):
+                self._start(tasks)
+        except OSError:  # out of processes or pipes: chunks no worker returns are read here
+            pass
 
-    def _start(self, index: int, count: int) -> None:
+    def _start(self, tasks: int) -> None:
         read_end, write_end = os.pipe()
+        _widen(write_end)
         try:
             pid = os.fork()
         except OSError:
@@ -179,12 +234,12 @@ class Prefetch:
             code = 1
             try:
                 os.close(read_end)
-                _serve(write_end, self._chunks[index::count])
+                _serve(tasks, write_end, self._chunks)
                 code = 0
             finally:
                 os._exit(code)
         os.close(write_end)
-        self._workers.append(_Worker(pid, os.fdopen(read_end, "rb")))
+        self._workers.append(_Worker(pid, read_end))
 
     def next(self) -> Parsed | None:
         """The next folder file's parse, or None: read it here."""
@@ -195,16 +250,53 @@ class Prefetch:
         return None if result is None else pickle.loads(result)  # (our own workers' bytes)
 
     def _chunk(self, index: int) -> list[bytes | None]:
-        owner = index % self._slots
-        frame = self._workers[owner].frame() if owner < len(self._workers) else None
-        if frame is None:
-            return [None] * len(self._chunks[index])
-        results: list[bytes | None] = pickle.loads(frame)
+        mine: list[bytes | None] = [None] * len(self._chunks[index])
+        if index in self._mine:
+            self._mine.discard(index)
+            return mine
+        may_claim = self._tasks is not None
+        while index not in self._ready:
+            # Only a worker that has not sent a later chunk can still hold this one.
+            holders = [worker for worker in self._workers if not worker.ended and worker.last < index]
+            if not holders:  # claimed by a worker that ended without it: read here
+                return mine
+            pipes = [worker.results for worker in holders]
+            if may_claim and self._tasks is not None and not select.select(pipes, [], [], 0)[0]:
+                # Nothing to take yet: claim a chunk for this process (one a wait), so that on a busy
+                # machine it reads what the workers have not reached rather than wait for them.
+                may_claim = False
+                claimed = self._claim()
+                if claimed == index:
+                    return mine
+                if claimed is not None:
+                    self._mine.add(claimed)
+                continue
+            ready = set(select.select(pipes, [], [])[0])
+            for worker in holders:
+                if worker.results in ready:
+                    frame = worker.frame()
+                    if frame is not None:
+                        self._ready[frame[0]] = frame[1]
+        results: list[bytes | None] = pickle.loads(self._ready.pop(index))
         return results
 
+    def _claim(self) -> int | None:
+        """The next chunk no worker has claimed (its files are read here), or None: all are claimed."""
+        assert self._tasks is not None
+        claimed = os.read(self._tasks, _TASK.size)  # (never blocks: the queue's writing end is closed)
+        if len(claimed) == _TASK.size:
+            index: int = _TASK.unpack(claimed)[0]
+            return index
+        os.close(self._tasks)
+        self._tasks = None
+        return None
+
     def close(self) -> None:
+        if self._tasks is not None:
+            os.close(self._tasks)
+            self._tasks = None
         for worker in self._workers:
-            worker.results.close()
+            os.close(worker.results)
             with contextlib.suppress(ProcessLookupError):  # (only a process of ours, never reaped yet)
                 os.kill(worker.pid, signal.SIGKILL)  # done, or the read stopped: nothing left to wait for
             os.waitpid(worker.pid, 0)
