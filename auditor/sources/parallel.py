@@ -185,6 +185,14 @@ def _serve(tasks: int, output: int, chunks: list[list[str]]) -> None:
             stream.flush()
 
 
+def _readable(pipes: list[int], timeout: int | None) -> set[int]:
+    """The pipes with something to read (or whose writer has gone), after at most `timeout` ms."""
+    poller = select.poll()  # (not select.select: that refuses descriptors from 1024 on)
+    for pipe in pipes:
+        poller.register(pipe, select.POLLIN)
+    return {pipe for pipe, _ in poller.poll(timeout)}
+
+
 class Prefetch:
     """The parsed folder files of a walk, in its order, from forked workers.
 
@@ -261,7 +269,7 @@ class Prefetch:
             if not holders:  # claimed by a worker that ended without it: read here
                 return mine
             pipes = [worker.results for worker in holders]
-            if may_claim and self._tasks is not None and not select.select(pipes, [], [], 0)[0]:
+            if may_claim and self._tasks is not None and not _readable(pipes, 0):
                 # Nothing to take yet: claim a chunk for this process (one a wait), so that on a busy
                 # machine it reads what the workers have not reached rather than wait for them.
                 may_claim = False
@@ -271,7 +279,7 @@ class Prefetch:
                 if claimed is not None:
                     self._mine.add(claimed)
                 continue
-            ready = set(select.select(pipes, [], [])[0])
+            ready = _readable(pipes, None)
             for worker in holders:
                 if worker.results in ready:
                     frame = worker.frame()
