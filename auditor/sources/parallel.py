@@ -127,7 +127,7 @@ class _Worker:
 
     def __init__(self, pid: int, results: int) -> None:
         self.pid = pid
-        self.results = results  # a descriptor, read unbuffered: `select` then sees every byte not read yet
+        self.results = results  # a descriptor, read unbuffered: `poll` then sees every byte not read yet
         self.last = -1  # chunks are claimed in increasing order: this worker holds none at or below it
         self.ended = False
 
