@@ -45,11 +45,12 @@ class InputOptions:
     strict_input: bool
     cilium_values: tuple[str, ...]
     exclude: Callable[[str], bool] | None = None  # the configuration file's `exclude:` (docs/config.md)
+    jobs: int = 0  # processes parsing a folder's files (0: the CPUs available; docs/performance.md)
 
 
 # The parameters of the offline-only options (commands that also read clusters refuse them with --live).
 OFFLINE_ONLY = ("max_file_bytes", "max_files", "max_alias_expansion", "max_yaml_nodes", "max_json_nodes",
-                "allow_no_objects", "strict_input", "cilium_values")
+                "allow_no_objects", "strict_input", "cilium_values", "jobs")
 
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,6 +81,9 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--cilium-values", "cilium_values", metavar="FILE", multiple=True, type=click.Path(),
                      help="Cilium Helm values file the cluster is installed with (repeatable; a later file wins, "
                           "as with helm -f). The cilium-config ConfigMap, when in the input, still wins."),
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Processes parsing the files of a folder (0: one per CPU available; 1: no workers). "
+                          "The output is the same whatever the number."),
     ]
     decorated: Callable[..., Any] = wrapper
     for decorator in reversed(decorators):
@@ -106,7 +110,7 @@ def read_limits(inputs: InputOptions) -> Any:
 
     return ReadLimits(max_file_bytes=inputs.max_file_bytes, max_files=inputs.max_files,
                       max_alias_expansion=inputs.max_alias_expansion, max_yaml_nodes=inputs.max_yaml_nodes,
-                      max_json_nodes=inputs.max_json_nodes, exclude=inputs.exclude)
+                      max_json_nodes=inputs.max_json_nodes, exclude=inputs.exclude, jobs=inputs.jobs)
 
 
 def with_values(snapshot: Any, values_files: list[Any], posture: Any) -> Any:

@@ -696,14 +696,25 @@ _NODE_MARKS = ("\n", ",", "[", "{", "- ", "? ")
 _TAB_MARKS = ("-\t", "?\t")
 
 
-def estimated_nodes(text: str) -> int:
+_NODE_BYTES = tuple(mark.encode() for mark in _NODE_MARKS)
+_TAB_BYTES = tuple(mark.encode() for mark in _TAB_MARKS)
+
+
+def estimated_nodes(text: str | bytes) -> int:
     """An upper bound on the nodes parsing `text` would build, counted at C speed.
 
     Each mark counts for the node(s) it can start (`:` for a key and its
     value), so a file whose node graph would not fit in memory is refused
     before anything is parsed. Ordinary block YAML (`key: value` lines)
-    counts about three a line.
+    counts about three a line. UTF-8 bytes count as their text (the marks
+    are ASCII, which no other character's encoding contains); the count is
+    also an upper bound on a JSON text's values (`estimated_json_nodes`).
     """
+    if isinstance(text, bytes):
+        count = 1 + text.count(b":") * 2 + sum(text.count(mark) for mark in _NODE_BYTES)
+        if b"\t" in text:
+            count += sum(text.count(mark) for mark in _TAB_BYTES)
+        return count
     count = 1 + text.count(":") * 2 + sum(text.count(mark) for mark in _NODE_MARKS)
     if "\t" in text:  # rare: only then look for an indicator followed by a tab
         count += sum(text.count(mark) for mark in _TAB_MARKS)

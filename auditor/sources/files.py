@@ -52,6 +52,8 @@ class ReadLimits:
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
     max_yaml_nodes: int = DEFAULT_MAX_NODES
     max_json_nodes: int = DEFAULT_MAX_JSON_NODES
+    # Processes parsing a folder's files (`--jobs`): 1 reads in this process, 0 picks the CPUs available.
+    jobs: int = 1
     # Paths a folder's walk skips, as it skips hidden ones (the configuration file's `exclude:`, docs/config.md).
     exclude: Callable[[str], bool] | None = None
 
@@ -445,16 +447,22 @@ def _add_items(out: _Collected, name: str, document: dict[str, Any], line: int, 
 def _read_one(name: str, read: Callable[[], bytes], limits: ReadLimits, explicit: bool,
               observer: ReadObserver | None = None) -> _Collected:
     """Everything one file holds, or `InputError`: a broken file never contributes half its objects."""
-    out = _Collected()
     # The bytes are handed over in a holder the parser empties: no other
     # reference keeps them (or the decoded text) alive while objects are built.
     holder = [read()]
     # An observer keeps them (and the documents) on purpose: it reuses this parse. Not the bytes of
     # a large file (a dump in a folder): those must be freed before its objects are built.
+    data = holder[0] if observer is not None and len(holder[0]) <= OBSERVED_BYTES else b""
+    return _collect(name, _documents(name, holder, limits), data, explicit, observer)
+
+
+def _collect(name: str, documents: Iterable[_Document], data: bytes, explicit: bool,
+             observer: ReadObserver | None) -> _Collected:
+    """The objects of one file's `documents` (parsed here or by a worker: `auditor.sources.parallel`)."""
+    out = _Collected()
     seen: list[_Document] | None = [] if observer is not None else None
-    data = holder[0] if seen is not None and len(holder[0]) <= OBSERVED_BYTES else b""
     found = False
-    for document in _documents(name, holder, limits):
+    for document in documents:
         found = True
         if seen is not None:
             seen.append(document)
@@ -512,23 +520,38 @@ def _read_path(path: str, explicit: bool, limits: ReadLimits, stdin: BinaryIO | 
 def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
               on_file_error: FileErrorHandler | None, observer: ReadObserver | None = None) -> _Collected:
     out = _Collected()
-    for path, explicit, walked in _expand(paths, limits, observer):
-        if isinstance(walked, IgnoredDocument):
-            out.ignored.append(walked)
-            continue
-        try:
-            if walked is not None:  # a folder below a folder argument that cannot be read
-                raise walked
-            found = _read_path(path, explicit, limits, stdin, observer)
-        except InputError as error:
-            # The one seam for per-file problems: a caller that lists them
-            # instead of stopping passes `on_file_error`. A path named on
-            # the command line that is itself broken always stops the run.
-            if on_file_error is None or explicit:
-                raise
-            on_file_error(path, error)
-            continue
-        out.merge(found)
+    entries: Iterator[tuple[str, bool, _Walked]] = _expand(paths, limits, observer)
+    workers = None
+    if limits.jobs != 1 and any(path != STDIN and os.path.isdir(path) for path in paths):
+        # (the module, and multiprocessing, imported only for a folder: not for one file's start-up)
+        from auditor.sources import parallel
+
+        entries, workers = parallel.prefetch(entries, limits, keep_bytes=observer is not None)
+    try:
+        for path, explicit, walked in entries:
+            if isinstance(walked, IgnoredDocument):
+                out.ignored.append(walked)
+                continue
+            try:
+                if walked is not None:  # a folder below a folder argument that cannot be read
+                    raise walked
+                parsed = workers.next() if workers is not None and not explicit else None
+                if parsed is not None:  # read and parsed by a worker (auditor.sources.parallel)
+                    found = _collect(path, parsed.replay(), parsed.data, False, observer)
+                else:
+                    found = _read_path(path, explicit, limits, stdin, observer)
+            except InputError as error:
+                # The one seam for per-file problems: a caller that lists them
+                # instead of stopping passes `on_file_error`. A path named on
+                # the command line that is itself broken always stops the run.
+                if on_file_error is None or explicit:
+                    raise
+                on_file_error(path, error)
+                continue
+            out.merge(found)
+    finally:
+        if workers is not None:
+            workers.close()
     return out
 
 
