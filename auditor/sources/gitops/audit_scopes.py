@@ -146,9 +146,7 @@ def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Se
     if layout.single_scope and not _has_gitops_structure(tree, snapshot):
         return TreeRead(snapshot, None)
     paths = _Paths(collector)
-    relative: dict[str, str] = {}
-    placed = place_objects(snapshot.objects, layout,
-                           lambda p: relative.get(p) or relative.setdefault(p, collector.relative(p)))
+    placed = place_objects(snapshot.objects, layout, collector.relative)
     extra: list[LayoutRemark] = []
     unknown: dict[str, list[K8sObject]] = {}
     if placed.unknown:  # not in the layout: kept as read, in what nothing deploys (or the one scope)
