@@ -225,16 +225,20 @@ def _namespace_origins(placed: list[PlacedObject], paths: _Paths) -> dict[Object
     """Where each namespaced object's namespace comes from, as reports show it beside its line."""
     origins: dict[ObjectKey, NamespaceOrigin] = {}
     described: dict[EffectiveNamespace, NamespaceOrigin] = {}
+    # A build's objects share one namespace value: found by identity first, without hashing its fields.
+    last: EffectiveNamespace | None = None
+    last_origin: NamespaceOrigin | None = None
     for item in placed:
         namespace = item.placement.namespace
         if namespace.reason is NamespaceReason.CLUSTER_SCOPED:
             continue
-        origin = described.get(namespace)
+        origin = last_origin if namespace is last else described.get(namespace)
         if origin is None:
             shown = EffectiveNamespace(namespace.value, _origin_as_read(namespace.source, paths), namespace.reason,
                                        namespace.replaced, namespace.written)
             origin = described[namespace] = NamespaceOrigin(namespace.value, namespace.reason.value,
                                                             paths.source(namespace.source), shown.describe())
+        last, last_origin = namespace, origin
         origins.setdefault(object_key(item.object), origin)
     return origins
 

@@ -300,7 +300,7 @@ def _initial_namespace(record: ObjectRecord, parsed: ParsedFile | None, scopes: 
     if scopes.is_cluster_scoped(record.gk):
         return EffectiveNamespace(None, None, NamespaceReason.CLUSTER_SCOPED, written=record.namespace)
     if record.namespace is None:
-        return EffectiveNamespace(None, None, NamespaceReason.UNSET)
+        return _UNSET
     line = record.id.line
     if parsed is not None and record.document.line == record.id.line:
         line = metadata_namespace_line(parsed.lines, line, record.document.end_line) or line
@@ -313,6 +313,12 @@ def _is_local_config(record: ObjectRecord) -> bool:
     if not isinstance(annotations, dict) or LOCAL_CONFIG_ANNOTATION not in annotations:
         return False
     return str(annotations[LOCAL_CONFIG_ANNOTATION]).lower() != "false"
+
+
+# The kinds whose nested namespace fields the transformer sets (`_subject_edits`), and "no namespace", shared.
+_EDITED_GKS = frozenset({"RoleBinding.rbac.authorization.k8s.io", "ClusterRoleBinding.rbac.authorization.k8s.io",
+                         "APIService.apiregistration.k8s.io", "CustomResourceDefinition.apiextensions.k8s.io"})
+_UNSET = EffectiveNamespace(None, None, NamespaceReason.UNSET)
 
 
 def _subject_edits(record: ObjectRecord, value: str, origin: Origin) -> list[FieldEdit]:
@@ -351,7 +357,7 @@ def set_namespace(item: BuildItem, value: str, origin: Origin, reason: Namespace
             return item
         return BuildItem(record, EffectiveNamespace(value, origin, reason), item.name, item.renamed_from, item.edits)
     edits = item.edits
-    new_edits = _subject_edits(record, value, origin)
+    new_edits = _subject_edits(record, value, origin) if record.gk in _EDITED_GKS else None
     if new_edits:
         merged = {edit.path: edit for edit in edits}
         merged.update({edit.path: edit for edit in new_edits})
@@ -741,7 +747,7 @@ class Kustomizer:
                                            and generator_options.get("disableNameSuffixHash") is True)
             own = generator.get("namespace")
             namespace = (EffectiveNamespace(own, origin, NamespaceReason.MANIFEST) if isinstance(own, str) and own
-                         else EffectiveNamespace(None, None, NamespaceReason.UNSET))
+                         else _UNSET)
             acc.generated.append(GeneratedConfigMap(name, namespace, tuple(files), origin, suffix, has_configurations))
 
     @staticmethod
