@@ -361,8 +361,19 @@ class TreeLayout:
         namespaced = 0
         covered = 0
         without: list[ObjectId] = []
+        cluster_scoped = NamespaceReason.CLUSTER_SCOPED
         for obj, found in self.placements.items():  # (`without` is sorted below: no sort of every object)
-            if all(p.namespace.reason is NamespaceReason.CLUSTER_SCOPED for p in found):
+            if len(found) == 1:  # the usual object: one placement, no generator to run
+                namespace = found[0].namespace
+                if namespace.reason is cluster_scoped:
+                    continue
+                namespaced += 1
+                if namespace.known:
+                    covered += 1
+                else:
+                    without.append(obj)
+                continue
+            if all(p.namespace.reason is cluster_scoped for p in found):
                 continue
             namespaced += 1
             if all(p.namespace.known for p in found):
