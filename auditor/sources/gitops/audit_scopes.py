@@ -146,9 +146,7 @@ def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Se
     if layout.single_scope and not _has_gitops_structure(tree, snapshot):
         return TreeRead(snapshot, None)
     paths = _Paths(collector)
-    relative: dict[str, str] = {}
-    placed = place_objects(snapshot.objects, layout,
-                           lambda p: relative.get(p) or relative.setdefault(p, collector.relative(p)))
+    placed = place_objects(snapshot.objects, layout, collector.relative)
     extra: list[LayoutRemark] = []
     unknown: dict[str, list[K8sObject]] = {}
     if placed.unknown:  # not in the layout: kept as read, in what nothing deploys (or the one scope)
@@ -227,16 +225,20 @@ def _namespace_origins(placed: list[PlacedObject], paths: _Paths) -> dict[Object
     """Where each namespaced object's namespace comes from, as reports show it beside its line."""
     origins: dict[ObjectKey, NamespaceOrigin] = {}
     described: dict[EffectiveNamespace, NamespaceOrigin] = {}
+    # A build's objects share one namespace value: found by identity first, without hashing its fields.
+    last: EffectiveNamespace | None = None
+    last_origin: NamespaceOrigin | None = None
     for item in placed:
         namespace = item.placement.namespace
         if namespace.reason is NamespaceReason.CLUSTER_SCOPED:
             continue
-        origin = described.get(namespace)
+        origin = last_origin if namespace is last else described.get(namespace)
         if origin is None:
             shown = EffectiveNamespace(namespace.value, _origin_as_read(namespace.source, paths), namespace.reason,
                                        namespace.replaced, namespace.written)
             origin = described[namespace] = NamespaceOrigin(namespace.value, namespace.reason.value,
                                                             paths.source(namespace.source), shown.describe())
+        last, last_origin = namespace, origin
         origins.setdefault(object_key(item.object), origin)
     return origins
 

@@ -141,6 +141,9 @@ class SourceIndex:
         return bool(urls & self.self_urls)
 
 
+_INDEXED_GKS = frozenset({GIT_REPOSITORY_GK, FLUX_INSTANCE_GK, HELM_RELEASE_GK})
+
+
 def source_index(tree: TreeFiles, records: list[ObjectRecord]) -> SourceIndex:
     """Which GitRepository URLs are this repository.
 
@@ -151,6 +154,8 @@ def source_index(tree: TreeFiles, records: list[ObjectRecord]) -> SourceIndex:
     urls_by_name: dict[str, set[str]] = {}
     self_urls: set[str] = set()
     for record in records:
+        if record.gk not in _INDEXED_GKS:  # (most records: their data is never looked at here)
+            continue
         spec = _mapping(record.data.get("spec"))
         if record.gk == GIT_REPOSITORY_GK and isinstance(spec.get("url"), str):
             url = normalize_url(spec["url"])

@@ -262,12 +262,13 @@ def parse_kustomization(parsed: ParsedFile) -> KustomizationFile | None:
     if bases:
         notes.append(Note(bases[0].origin, "bases is deprecated; read as resources"))
     components = _string_entries(parsed, document, data, "components", problems)
-    for key, what in _NOTED_FIELDS.items():
-        if data.get(key):
+    noted = _NOTED_FIELDS.keys() & data.keys()  # usually none: 21 lookups per file otherwise
+    for key, what in _NOTED_FIELDS.items() if noted else ():
+        if key in noted and data[key]:
             line = top_level_key_line(parsed.lines, document.line, document.end_line, key) or document.line
             notes.append(Note(Origin(parsed.path, line), f"{what} not applied (noted, not guessed)"))
     file_roles: list[tuple[str, str]] = []
-    for key, role in _FILE_ROLE_FIELDS.items():
+    for key, role in _FILE_ROLE_FIELDS.items() if not _FILE_ROLE_FIELDS.keys().isdisjoint(data.keys()) else ():
         for entry in _paths_in(data.get(key)):
             target = normalize(join(directory, entry))
             if target is not None:
@@ -299,7 +300,7 @@ def _initial_namespace(record: ObjectRecord, parsed: ParsedFile | None, scopes: 
     if scopes.is_cluster_scoped(record.gk):
         return EffectiveNamespace(None, None, NamespaceReason.CLUSTER_SCOPED, written=record.namespace)
     if record.namespace is None:
-        return EffectiveNamespace(None, None, NamespaceReason.UNSET)
+        return _UNSET
     line = record.id.line
     if parsed is not None and record.document.line == record.id.line:
         line = metadata_namespace_line(parsed.lines, line, record.document.end_line) or line
@@ -312,6 +313,12 @@ def _is_local_config(record: ObjectRecord) -> bool:
     if not isinstance(annotations, dict) or LOCAL_CONFIG_ANNOTATION not in annotations:
         return False
     return str(annotations[LOCAL_CONFIG_ANNOTATION]).lower() != "false"
+
+
+# The kinds whose nested namespace fields the transformer sets (`_subject_edits`), and "no namespace", shared.
+_EDITED_GKS = frozenset({"RoleBinding.rbac.authorization.k8s.io", "ClusterRoleBinding.rbac.authorization.k8s.io",
+                         "APIService.apiregistration.k8s.io", "CustomResourceDefinition.apiextensions.k8s.io"})
+_UNSET = EffectiveNamespace(None, None, NamespaceReason.UNSET)
 
 
 def _subject_edits(record: ObjectRecord, value: str, origin: Origin) -> list[FieldEdit]:
@@ -335,11 +342,13 @@ def _subject_edits(record: ObjectRecord, value: str, origin: Origin) -> list[Fie
 
 
 def set_namespace(item: BuildItem, value: str, origin: Origin, reason: NamespaceReason, scopes: Scopes,
-                  *, only_unset: bool = False) -> BuildItem:
+                  *, only_unset: bool = False, shared: EffectiveNamespace | None = None) -> BuildItem:
     """The item after a namespace transformer (or Flux / Argo CD) sets `value`.
 
     `only_unset` is Argo CD's rule for its destination namespace: only
-    namespaced objects without a namespace get it.
+    namespaced objects without a namespace get it. `shared` is
+    `EffectiveNamespace(value, origin, reason)`, made once by a caller that sets
+    it on many items (a frozen value: every item may hold the same one).
     """
     record = item.record
     current = item.namespace
@@ -348,7 +357,7 @@ def set_namespace(item: BuildItem, value: str, origin: Origin, reason: Namespace
             return item
         return BuildItem(record, EffectiveNamespace(value, origin, reason), item.name, item.renamed_from, item.edits)
     edits = item.edits
-    new_edits = _subject_edits(record, value, origin)
+    new_edits = _subject_edits(record, value, origin) if record.gk in _EDITED_GKS else None
     if new_edits:
         merged = {edit.path: edit for edit in edits}
         merged.update({edit.path: edit for edit in new_edits})
@@ -367,7 +376,8 @@ def set_namespace(item: BuildItem, value: str, origin: Origin, reason: Namespace
         namespace = EffectiveNamespace(None, origin, NamespaceReason.CLUSTER_SCOPED, written=value)
     else:
         replaced = record.namespace if record.namespace is not None and record.namespace != value else None
-        namespace = EffectiveNamespace(value, origin, reason, replaced=replaced)
+        namespace = (shared if shared is not None and replaced is None
+                     else EffectiveNamespace(value, origin, reason, replaced=replaced))
     return BuildItem(record, namespace, name, renamed_from, edits)
 
 
@@ -380,6 +390,7 @@ class Kustomizer:
         self._kustomizations: dict[str, KustomizationFile | None] = {}
         self._builds: dict[str, Build | None] = {}
         self._initial: dict[ObjectId, BuildItem] = {}
+        self._contents: dict[str, tuple[tuple[int, ...], tuple[BuildItem, ...], tuple[ObjectId, ...]]] = {}
         self._building: set[str] = set()
         self.file_roles: dict[str, str] = {}
 
@@ -449,17 +460,32 @@ class Kustomizer:
                 acc.notes.append(Note(where, f"{path} could not be read (its problem is listed): "
                                              "its objects are missing from this build"))
             return
+        contents = self._contents.get(path)
+        if contents is None:
+            contents = self._contents[path] = self._file_contents(parsed)
+        not_objects, items, local = contents
+        for line in not_objects:
+            acc.problems.append(Problem(Origin(path, line),
+                                        f"not a Kubernetes object; {who} would fail the build that includes it"))
+        for obj in local:
+            acc.notes.append(Note(Origin(obj.path, obj.line),
+                                  "annotated config.kubernetes.io/local-config: kustomize drops it"))
+        acc.items.extend(items)
+
+    def _file_contents(self, parsed: ParsedFile) -> tuple[tuple[int, ...], tuple[BuildItem, ...], tuple[ObjectId, ...]]:
+        """What a resource file gives every build that lists it (a shared file is listed by many): the lines
+        of its documents that are no object, its objects as written, and those kustomize drops."""
         object_lines = {record.document.line for record in parsed.objects}
-        for document in parsed.documents:
-            if document.line not in object_lines and not _is_empty_list(document.data):
-                acc.problems.append(Problem(Origin(path, document.line),
-                                            f"not a Kubernetes object; {who} would fail the build that includes it"))
+        not_objects = tuple(document.line for document in parsed.documents
+                            if document.line not in object_lines and not _is_empty_list(document.data))
+        items: list[BuildItem] = []
+        local: list[ObjectId] = []
         for record in parsed.objects:
             if _is_local_config(record):
-                acc.notes.append(Note(Origin(record.id.path, record.id.line),
-                                      "annotated config.kubernetes.io/local-config: kustomize drops it"))
-                continue
-            acc.items.append(self._item(record))
+                local.append(record.id)
+            else:
+                items.append(self._item(record))
+        return not_objects, tuple(items), tuple(local)
 
     # --- builds ----------------------------------------------------------------------
 
@@ -665,7 +691,8 @@ class Kustomizer:
 
     def _apply_namespace(self, acc: _Acc, value: str, origin: Origin, reason: NamespaceReason) -> None:
         """A namespace transformer over everything gathered so far (in place: components share the lists)."""
-        acc.items[:] = [set_namespace(item, value, origin, reason, self.scopes) for item in acc.items]
+        shared = EffectiveNamespace(value, origin, reason)
+        acc.items[:] = [set_namespace(item, value, origin, reason, self.scopes, shared=shared) for item in acc.items]
         acc.generated[:] = [self.set_generated_namespace(g, value, origin, reason) for g in acc.generated]
         namespaces = {item.record.id for item in acc.items if item.record.gk == "Namespace"}
         if len(namespaces) > 1:
@@ -720,7 +747,7 @@ class Kustomizer:
                                            and generator_options.get("disableNameSuffixHash") is True)
             own = generator.get("namespace")
             namespace = (EffectiveNamespace(own, origin, NamespaceReason.MANIFEST) if isinstance(own, str) and own
-                         else EffectiveNamespace(None, None, NamespaceReason.UNSET))
+                         else _UNSET)
             acc.generated.append(GeneratedConfigMap(name, namespace, tuple(files), origin, suffix, has_configurations))
 
     @staticmethod

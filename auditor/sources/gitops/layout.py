@@ -382,19 +382,23 @@ class _Resolver:
             state.cluster_apps.setdefault(scope, []).append(application)
         app_key = application.origin.__str__() + application.path if application is not None else ""
         for item in build.items:
-            self._place(item, scope, application, app_key)
+            self._place(item, scope, application, app_key, files)
         self._map_values(build, scope)
 
-    def _place(self, item: BuildItem, scope: str, application: Application | None, app_key: str) -> None:
+    def _place(self, item: BuildItem, scope: str, application: Application | None, app_key: str,
+               files: set[str] | None = None) -> None:
         record = item.record
-        key = (record.id, scope, app_key, item.namespace.value, item.name)
-        if key in self.state.seen:
+        seen = self.state.seen
+        before = len(seen)
+        seen.add((record.id, scope, app_key, item.namespace.value, item.name))
+        if len(seen) == before:  # placed so already (one hash of the key, not two)
             return
-        self.state.seen.add(key)
         placement = Placement(record.id, record.kind, record.api_version, item.name, scope, application,
                               item.namespace, item.edits, item.renamed_from)
         self.state.placements.setdefault(record.id, []).append(placement)
-        self.state.cluster_files.setdefault(scope, set()).add(record.id.path)
+        if files is None:
+            files = self.state.cluster_files.setdefault(scope, set())
+        files.add(record.id.path)
 
     def _map_values(self, build: Build, scope: str) -> None:
         if not build.generated:
@@ -612,9 +616,8 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
     if single_scope:
         built = [Cluster(WHOLE_TREE_SCOPE, "", (), frozenset(state.cluster_files.get(WHOLE_TREE_SCOPE, set())),
                          tuple(dict.fromkeys(state.cluster_apps.get(WHOLE_TREE_SCOPE, ()))))]
-    placements = {obj: tuple(state.placements[obj])
-                  for obj in sorted(state.placements, key=lambda o: (o.path, o.line))}
-    unreached = tuple(obj for obj, found in placements.items() if all(p.scope == UNREACHED_SCOPE for p in found))
+    placements = {obj: tuple(state.placements[obj]) for obj in sorted(state.placements)}  # (path, line) order
+    unreached = tuple(obj for obj, found in placements.items() if _only_unreached(found))
     return TreeLayout(
         root=tree.root,
         clusters=tuple(built),
@@ -628,6 +631,12 @@ def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:
         non_resource_files=resolver.non_resource_files(),
         cluster_scoped_kinds=resolver.scopes.cluster_scoped,
     )
+
+
+def _only_unreached(found: tuple[Placement, ...]) -> bool:
+    if len(found) == 1:  # the usual object (no generator to run)
+        return found[0].scope == UNREACHED_SCOPE
+    return all(p.scope == UNREACHED_SCOPE for p in found)
 
 
 def _by_place(item: Problem | Note) -> tuple[str, int, str]:

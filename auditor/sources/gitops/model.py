@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Scope names that are not cluster names. Parentheses cannot appear in a
 # Kubernetes or Argo CD cluster name, so these never clash with a real one.
@@ -29,12 +29,14 @@ class Origin:
         return f"{self.path}:{self.line}" if self.line else self.path
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ObjectId:
+class ObjectId(NamedTuple):
     """One Kubernetes object of the tree: the file and the line its document (or List item) starts at.
 
     The offline reader gives each object a `Source(path, line)` with the same
-    line, which is how a later stage finds the object's placements.
+    line, which is how a later stage finds the object's placements. A named
+    tuple, not a dataclass: it keys every index of the layout (placements,
+    records, seen sets), and a tuple hashes and compares in C, in the same
+    (path, line) order a dataclass with `order=True` has.
     """
 
     path: str
@@ -359,13 +361,23 @@ class TreeLayout:
         namespaced = 0
         covered = 0
         without: list[ObjectId] = []
-        for obj in sorted(self.placements):
-            found = self.placements[obj]
-            if all(p.namespace.reason is NamespaceReason.CLUSTER_SCOPED for p in found):
+        cluster_scoped = NamespaceReason.CLUSTER_SCOPED
+        for obj, found in self.placements.items():  # (`without` is sorted below: no sort of every object)
+            if len(found) == 1:  # the usual object: one placement, no generator to run
+                namespace = found[0].namespace
+                if namespace.reason is cluster_scoped:
+                    continue
+                namespaced += 1
+                if namespace.known:
+                    covered += 1
+                else:
+                    without.append(obj)
+                continue
+            if all(p.namespace.reason is cluster_scoped for p in found):
                 continue
             namespaced += 1
             if all(p.namespace.known for p in found):
                 covered += 1
             else:
                 without.append(obj)
-        return NamespaceCoverage(namespaced, covered, tuple(without))
+        return NamespaceCoverage(namespaced, covered, tuple(sorted(without)))

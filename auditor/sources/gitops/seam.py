@@ -103,18 +103,29 @@ def place_objects(objects: Iterable[K8sObject], layout: TreeLayout,
     by_scope: dict[str, list[PlacedObject]] = {scope: [] for scope in layout.scopes}
     unknown: list[K8sObject] = []
     dropped: list[K8sObject] = []
+    non_resource, all_placements = layout.non_resource_files, layout.placements
+    last_path, last_relative = "", ""  # a file's objects come one after another: its path is turned once
     for obj in objects:
         if relative is None:
             key = object_id(layout, obj)
         else:
             source = obj.source
-            key = ObjectId(relative(source.path), source.line) if source is not None and source.line else None
-        if key is not None and key.path in layout.non_resource_files:
+            if source is not None and source.line:
+                if source.path != last_path:
+                    last_path, last_relative = source.path, relative(source.path)
+                key = ObjectId(last_relative, source.line)
+            else:
+                key = None
+        if key is not None and key.path in non_resource:
             dropped.append(obj)
             continue
-        placements = layout.placements.get(key) if key is not None else None
+        placements = all_placements.get(key) if key is not None else None
         if not placements:
             unknown.append(obj)
+            continue
+        if len(placements) == 1:  # the usual object, in one scope once: nothing to tell apart
+            placement = placements[0]
+            by_scope.setdefault(placement.scope, []).append(PlacedObject(_with_placement(obj, placement), placement))
             continue
         seen: set[tuple[str, str | None, str]] = set()
         for placement in placements:

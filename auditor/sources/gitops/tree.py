@@ -58,7 +58,7 @@ class ObjectRecord:
     document: Document
 
 
-@dataclass
+@dataclass(slots=True)  # one per file of the tree (thousands): slotted, its caches made when first asked for
 class ParsedFile:
     """One file of the tree: its documents, the objects among them, or the problem that stopped it."""
 
@@ -68,7 +68,7 @@ class ParsedFile:
     objects: tuple[ObjectRecord, ...] = ()
     problem: Problem | None = None
     _lines: list[str] | None = field(default=None, repr=False)
-    _indexes: dict[int, KeyIndex] = field(default_factory=dict, repr=False)
+    _indexes: dict[int, KeyIndex] | None = field(default=None, repr=False)
 
     @property
     def lines(self) -> list[str]:
@@ -78,6 +78,8 @@ class ParsedFile:
 
     def index(self, document: Document) -> KeyIndex:
         """The key lines of one document, indexed in one pass the first time they are asked for."""
+        if self._indexes is None:
+            self._indexes = {}
         found = self._indexes.get(document.line)
         if found is None:
             found = index_key_lines(self.lines, document.line, document.end_line)
@@ -165,6 +167,8 @@ def normalize(path: str) -> str | None:
     """`./a/../b/` -> `b`; None when the path leaves the tree (`../x`) or is absolute."""
     if path.startswith("/"):
         return None
+    if not path.startswith(".") and "/." not in path and "//" not in path and not path.endswith("/"):
+        return path  # no empty, `.` or `..` part: already normal (the usual case, asked thousands of times)
     parts: list[str] = []
     for part in path.split("/"):
         if part in ("", "."):
@@ -339,12 +343,54 @@ def parsed_file(path: str, text: str, raw: Sequence[tuple[Any, int, list[int]]])
     total = text.count("\n") + 1
     documents: list[Document] = []
     objects: list[ObjectRecord] = []
+    last = len(raw) - 1
     for index, (data, line, item_lines) in enumerate(raw):
-        end = raw[index + 1][1] - 1 if index + 1 < len(raw) else total
-        document = Document(data, line, max(end, line))
+        end = raw[index + 1][1] - 1 if index < last else total
+        document = Document(data, line, end if end > line else line)
         documents.append(document)
-        objects.extend(_objects_of(path, document, item_lines))
+        record = _plain_record(path, document)
+        if record is not None:
+            objects.append(record)
+        else:
+            objects.extend(_objects_of(path, document, item_lines))
     return ParsedFile(path, text, tuple(documents), tuple(objects))
+
+
+def _plain_record(path: str, document: Document) -> ObjectRecord | None:
+    """The record of the usual document, a named object that is no List, without the general path's calls
+    (every document of a tree comes here); None sends anything else to `_objects_of`, which decides."""
+    data = document.data
+    if type(data) is not dict:
+        return None
+    api_version, kind, meta = data.get("apiVersion"), data.get("kind"), data.get("metadata")
+    if (type(api_version) is not str or not api_version or type(kind) is not str or kind not in _KIND_NAMES
+            or type(meta) is not dict):
+        return None
+    name = meta.get("name")
+    if type(name) is not str or not name:
+        return None
+    group = api_version.rpartition("/")[0]
+    namespace = meta.get("namespace")
+    return ObjectRecord(ObjectId(path, document.line), api_version, kind, group, group_kind(group, kind), name,
+                        namespace if isinstance(namespace, str) and namespace else None, data, document)
+
+
+class _KindNames(dict[str, bool]):
+    """Kinds seen, each checked once: a kind name `K8sObject.identity_problem` accepts, not a `...List`."""
+
+    def __missing__(self, kind: str) -> bool:
+        accepted = (not kind.endswith("List")
+                    and K8sObject.identity_problem({"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}})
+                    is None)
+        if len(self) < 4096:  # bounded: a hostile tree of a million kind names is checked, not kept
+            self[kind] = accepted
+        return accepted
+
+    def __contains__(self, kind: object) -> bool:
+        return isinstance(kind, str) and self[kind]
+
+
+_KIND_NAMES = _KindNames()
 
 
 def _is_list(data: Any) -> bool:
