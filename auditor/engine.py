@@ -163,6 +163,20 @@ class AuditResult:
         return sum(1 for r in self.rules if r.status is status)
 
     @property
+    def open_gap_count(self) -> int:
+        """Partial verdicts whose gap the configuration does not declare not applicable."""
+        return sum(1 for r in self.rules if r.open_gap)
+
+    def shortfall(self) -> str:
+        """What keeps a pass from being a complete one, as every verdict line says it ("" when complete)."""
+        if self.complete:
+            return ""
+        not_run = "some rules did not run" if self.count(RuleStatus.NOT_RUN) else ""
+        if not self.open_gap_count:
+            return not_run or "not every rule reached a full verdict"
+        return f"{not_run} and some saw only part of the input" if not_run else "some rules saw only part of the input"
+
+    @property
     def partial_count(self) -> int:
         return sum(1 for r in self.rules if r.partial)
 

@@ -63,7 +63,7 @@ def _verdict(result: AuditResult) -> str:
         return (f'<p class="verdict fail">FAIL: {_plural(len(result.failing), new + "finding")} at or above '
                 f"{escape(result.fail_on.value)} (exit 1)</p>")
     if not result.complete:
-        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else "some rules saw only part of the input"
+        what = result.shortfall()
         return f'<p class="verdict pass">PASS on what could be checked: {what}</p>'
     return '<p class="verdict pass">PASS</p>'
 

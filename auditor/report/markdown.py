@@ -113,7 +113,7 @@ def _verdict(result: AuditResult, new: str) -> str:
         return (f"**Verdict: FAIL** — {_plural(len(result.failing), new + 'finding')} at or above "
                 f"`{result.fail_on.value}` (exit 1)")
     if not result.complete:
-        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else "some rules saw only part of the input"
+        what = result.shortfall()
         return f"**Verdict: PASS** on what could be checked — {what} (`--require-complete` makes that fail)"
     return "**Verdict: PASS**"
 

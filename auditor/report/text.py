@@ -593,7 +593,7 @@ def incomplete_because(result: AuditResult) -> str:
     statuses = (RuleStatus.ERROR, RuleStatus.NOT_RUN) if result.require_complete else (RuleStatus.ERROR,)
     if any(r.status in statuses for r in result.rules):
         why.append("some rules could not reach a verdict")
-    if result.require_complete and result.partial_count:
+    if result.require_complete and result.open_gap_count:
         why.append("some rules saw only part of what they judge")
     return "; ".join(why)
 
@@ -606,9 +606,7 @@ def _verdict(result: AuditResult) -> tuple[str, str]:
         failing = _plural(len(result.failing), new + "finding")
         return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
     if not result.complete:
-        what = "some rules did not run" if result.count(RuleStatus.NOT_RUN) else ""
-        if result.partial_count:
-            what = f"{what} and some saw only part of the input" if what else "some rules saw only part of the input"
+        what = result.shortfall()
         return f"Verdict: PASS on what could be checked ({what}; --require-complete makes that fail)", "yellow"
     return "Verdict: PASS", "green"
 
