@@ -157,6 +157,25 @@ def test_an_unknown_target_exits_2_with_the_closest_known_ones(target: str, clos
     assert "unknown target" in line and f"closest known targets: {closest}" in line
 
 
+def test_a_service_declared_in_helm_values_is_a_target_and_offered_for_its_rendered_name() -> None:
+    """two-sites' lab declares Hubble UI's LoadBalancer in the Cilium HelmRelease's values only: the Service
+    the chart renders has a name the chart chooses, so trace names the declaration by release and key path,
+    traces it, and offers it for the rendered name of its namespace."""
+    tree = str(FIXTURES / "gitops" / "two-sites")
+    exposures = json.loads(run_cli("exposure", tree, "-o", "json", *AS_OF).stdout)
+    declared = sorted({e["backends"][0]["object"]["name"] for e in exposures["exposures"]
+                       if e["subject"].get("declared") == "helm-values"})
+    assert declared == ["cilium:spec.values.hubble.ui.service"]
+    target = f"Service/kube-system/{declared[0]}"
+    result = run_cli("trace", target, tree, "-o", "json", *AS_OF)
+    assert result.code == 0, result.stderr
+    chains = json.loads(result.stdout)["chains"]
+    ways = [e for e in exposures["exposures"] if e["subject"].get("declared") == "helm-values"]
+    assert len(chains) == len(ways) > 0 and all(chain["way"]["verdict"]["status"] == "drift" for chain in chains)
+    line = _one_line(run_cli("trace", "Service/kube-system/hubble-ui", tree, *AS_OF))
+    assert f"closest known targets: {target}" in line and "nor Helm values declare it" in line
+
+
 @pytest.mark.parametrize("target", ["Service/argocd/argocd-server/extra", "Pod/argocd/argocd-server", "Gateway//edge",
                                     " "])
 def test_a_malformed_target_is_a_usage_error(target: str) -> None:

@@ -81,7 +81,9 @@ def known_targets(model: ExposureModel) -> list[str]:
         found.update((hop.hostname.lower(), None) for hop in gateway.listeners if hop.hostname)
     for route in model.routes:
         found.update((name.lower(), None) for name in route.hostnames)
-    found.update((f"Service/{_name(v.ref)}", None) for v in (*model.listed, *model.implied))
+    # Values-declared Services are named by their release and key path (`cilium:spec.values.hubble.ui.service`):
+    # the name the chart renders is the chart's to choose, so it is not guessed.
+    found.update((f"Service/{_name(v.ref)}", None) for v in (*model.listed, *model.implied, *model.declared))
     found.update((f"Gateway/{_name(g.ref)}", None) for g in model.gateways)
     return sorted(found)
 
@@ -100,6 +102,10 @@ def unknown(target: Target, model: ExposureModel | Sequence[ExposureModel], why:
     bare = {c.split("/", 1)[1] if "/" in c else c: c for c in candidates if _same_kind(target, c)}
     query = (target.text.split("/", 1)[1] if target.ref is not None else target.text)[:QUERY_LIMIT]
     close = [bare[c] for c in difflib.get_close_matches(query, list(bare), n=3, cutoff=0.6)]
+    if not close and target.ref is not None and target.ref.namespace:
+        # Nothing spelled alike: the targets of its namespace (a Service declared in Helm values is named by
+        # its release and key path, never like the Service the chart renders).
+        close = [bare[c] for c in sorted(bare) if c.startswith(f"{target.ref.namespace}/")][:3]
     hint = (f"closest known targets: {', '.join(close)}" if close
             else f"{len(candidates)} known targets, none close" if candidates
             else "the input has no Gateway listener, route or Service to trace")
@@ -265,9 +271,15 @@ def _hostname_chains(tracer: _Tracer, hostname: str) -> list[Chain]:
 def _service_chains(tracer: _Tracer, target: Target, ref: ObjectRef) -> list[Chain]:
     model = tracer.model
     view = model.service(ref.namespace, ref.name)
+    declared = view is None
     if view is None:
-        raise unknown(target, model, "the input holds no such Service (nor does a Gateway controller make it)")
-    own = [tracer.way_chain(j) for j in tracer.result.exposures if j.entrance.subject.ref == view.subject.ref]
+        view = next((v for v in model.declared if (v.ref.namespace, v.ref.name) == (ref.namespace, ref.name)), None)
+    if view is None:
+        raise unknown(target, model, "the input holds no such Service (nor does a Gateway controller make it, "
+                                     "nor Helm values declare it)")
+    # A values-declared Service is one declaration of its release (which may declare several): its own subject.
+    own = [tracer.way_chain(j) for j in tracer.result.exposures
+           if (j.entrance.subject == view.subject if declared else j.entrance.subject.ref == view.subject.ref)]
     routed = [tracer.way_chain(j, only=view.ref) for j in tracer.result.exposures
               if j.entrance.listener is not None and j.entrance.subject.ref != view.subject.ref
               and any(b.service == view.ref for b in j.entrance.backends)]
