@@ -51,6 +51,9 @@ class ScopeView:
     with_namespace: int  # ... whose effective namespace is known
     audited: bool
     files: int = 0
+    # Argo CD Applications an ApplicationSet (or argocd-apps values) generates, added to the scope's snapshot:
+    # no file of the tree holds them, so `objects` does not count them.
+    generated: int = 0
 
 
 class RemarkKind(str, enum.Enum):

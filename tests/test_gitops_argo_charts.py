@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from auditor.sources.gitops import ObjectId, Origin, TreeLayout, read_layout
+from tests.conftest import run_cli
 from tests.test_gitops_audit import GITOPS, audit_json, rel, write_tree
 
 ARGOCHARTS = GITOPS / "argocharts"
@@ -101,6 +102,12 @@ def test_generated_applications_are_objects_of_their_cluster_once(report: dict[s
     (cluster,) = report["target"]["clusters"]
     # The cluster's objects are those of its files: the two Applications and the ApplicationSet.
     assert (cluster["name"], cluster["objects"]) == ("argocharts", 3)
+    # The generated ones, one per folder of the ApplicationSet's `charts/*` directories, are counted apart: no
+    # file holds them (the text report says so too).
+    charts = sorted(p.name for p in (ARGOCHARTS / "charts").iterdir() if (p / "Chart.yaml").is_file())
+    assert cluster["generatedApplications"] == len(charts)
+    text = run_cli(rel(ARGOCHARTS), "--as-of", "2026-12-01").stdout
+    assert f"argocharts: 3 objects and {len(charts)} generated Applications" in " ".join(text.split())
     # A generated Application is no workload: nothing runs pods of its own.
     hostnetwork = next(r for r in report["rules"] if r["id"] == "hostnetwork-pod-not-excepted")
     assert hostnetwork["status"] == "not-run"

@@ -253,6 +253,8 @@ def test_khuedoan_homelab(reports: dict[str, dict[str, Any]]) -> None:
     assert report["duplicateObjects"] == []
     (cluster, unreached) = report["target"]["clusters"]
     assert (cluster["objects"], unreached["objects"]) == (0, 6)  # objects of its files: the Applications are generated
+    # ... and counted apart: one per chart folder the ApplicationSet's directories reach (argocd's own included).
+    assert cluster["generatedApplications"] == len(folders) and "generatedApplications" not in unreached
     notes = [n for n in report["target"]["repository"]["notes"]
              if n.get("file", "").endswith("apps/wireguard/Chart.yaml")]
     assert [n["message"] for n in notes] == [

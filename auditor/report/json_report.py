@@ -64,6 +64,8 @@ def scope_dict(scope: ScopeView, member: FleetCluster | None) -> dict[str, Any]:
                            "objects": scope.objects, "files": scope.files,
                            "namespaceCoverage": {"namespaced": scope.namespaced, "withNamespace": scope.with_namespace},
                            "audited": scope.audited}
+    if scope.generated:
+        out["generatedApplications"] = scope.generated
     if member is not None:
         out.update(exitCode=member.exit_code, complete=member.complete)
     return out

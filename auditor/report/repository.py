@@ -32,7 +32,8 @@ def scope_sentence(scope: ScopeView, root: str) -> str:
     """`production: 12 objects (clusters/production; Flux bootstrap at clusters/…/gotk-sync.yaml:16)`."""
     entries = [f"{e.kind} at {relative(str(e.source), root)}" for e in scope.entry_points]
     where = "; ".join(part for part in (scope.root, *entries) if part)
-    return f"{scope.name}: {_plural(scope.objects, 'object')}" + (f" ({where})" if where else "")
+    generated = f" and {_plural(scope.generated, 'generated Application')}" if scope.generated else ""
+    return f"{scope.name}: {_plural(scope.objects, 'object')}{generated}" + (f" ({where})" if where else "")
 
 
 def clusters_sentence(repository: RepositoryView) -> str:

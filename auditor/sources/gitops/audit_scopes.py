@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from auditor import kinds
@@ -194,6 +194,7 @@ def _scope(name: str, placed: list[PlacedObject], unknown: list[K8sObject], layo
     objects = [p.object for p in placed] + unknown
     charts = _chart_applications(name, placed, objects, layout, tree, paths)
     remarks.extend(charts.remarks)
+    view = replace(view, generated=len(charts.objects))
     # A tree of manifests (declared state, `trees`); the files not read may hold any cluster's objects.
     snapshot = Snapshot.build([*objects, *charts.objects], mode="offline", inputs=[paths.collector.root],
                               trees=list(read.trees), input_problems=list(read.input_problems))
