@@ -11,6 +11,7 @@ the Services those values ask for are ways in reported on the Application, at th
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,36 @@ def test_an_exception_on_the_application_excepts_its_chart_service(tmp_path: Pat
         ("Application/argocd/media", "charts/media/values-prod.yaml:5")]
     (entry,) = report["exceptions"]
     assert (entry["status"], entry["matched"]) == ("used", 1)
+
+
+def test_a_generated_application_carries_its_templates_plain_labels_for_exceptions(tmp_path: Path) -> None:
+    """An ApplicationSet template's labels are on each Application it generates (as Argo CD creates them), so
+    an exception matching by label covers a chart Service of one; a label whose value holds a placeholder
+    Argo CD fills per directory is filled, one never filled is left off (not guessed)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ARGOCHARTS, tree)
+    appset = tree / "argocd" / "apps" / "charts.yaml"
+    appset.write_text(appset.read_text().replace(
+        "    metadata:\n      name: '{{path.basename}}'\n",
+        "    metadata:\n      name: '{{path.basename}}'\n      labels:\n        exposure: lan\n"
+        "        app: '{{path.basename}}'\n        unknown: '{{nothing.here}}'\n", 1))
+    exceptions = write_tree(tmp_path, {"exceptions.yaml": """\
+        exceptions:
+          - name: lan-apps
+            rules: [lb-service-not-excepted]
+            match: {kind: Application, name: "*", labels: {exposure: lan, app: vpn}}
+            reason: Published on the LAN by design (ticket NET-12).
+        """}) / "exceptions.yaml"
+    _, report = audit_json(str(tree), "--exceptions", str(exceptions))
+    excepted = [f["object"]["name"] for f in report["findings"]
+                if f["rule"] == "lb-service-not-excepted" and f["status"] == "excepted"]
+    still = [f["object"]["name"] for f in report["findings"]
+             if f["rule"] == "lb-service-not-excepted" and f["status"] == "failed"]
+    assert excepted == ["vpn"] and "media" in still  # the app label was filled per directory
+    # A label left unfilled is no label: an exception needing it matches nothing.
+    exceptions.write_text(exceptions.read_text().replace("app: vpn", "unknown: x"))
+    _, report = audit_json(str(tree), "--exceptions", str(exceptions))
+    assert not [f for f in report["findings"] if f["status"] == "excepted"]
 
 
 APP = """\

@@ -72,6 +72,9 @@ class ArgoAppSpec:
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     # The line that gives the Application its own namespace, where only the tree says it (argocd-apps values).
     namespace_origin: Origin | None = None
+    # A generated Application's labels, as its template writes them (only plain strings, every placeholder
+    # filled): exceptions that match by label see them as they would on the live object.
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
 def _destination(spec: dict[str, Any]) -> tuple[str, str | None]:
@@ -263,8 +266,16 @@ def expand_application_set(tree: TreeFiles, name: str, namespace: str | None, sp
                                 _mapping(_mapping(filled).get("spec")), origin, declared_by, "ApplicationSet",
                                 notes, destination_origin)
             if app is not None:
-                apps.append(app)
+                apps.append(replace(app, labels=_template_labels(filled_meta)))
     return apps
+
+
+def _template_labels(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The template's labels that are plain strings with every placeholder filled, sorted by key."""
+    labels = _mapping(metadata.get("labels"))
+    plain = [(key, value) for key, value in labels.items()
+             if isinstance(key, str) and isinstance(value, str) and "{{" not in key + value]
+    return dict(sorted(plain))
 
 
 def read_application_set(tree: TreeFiles, record: ObjectRecord, notes: list[Note]) -> list[ArgoAppSpec]:

@@ -342,6 +342,8 @@ def _generated_application(source: ChartValuesSource, by_id: Mapping[ObjectId, l
     metadata: dict[str, Any] = {"name": source.application}
     if namespace.value is not None:
         metadata["namespace"] = namespace.value
+    if source.labels:
+        metadata["labels"] = dict(source.labels)
     raw = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata,
            "spec": dict(source.spec)}
     shown = EffectiveNamespace(namespace.value, _origin_as_read(namespace.source, paths), namespace.reason)

@@ -287,7 +287,8 @@ class _Resolver:
         own = deployer.declared_by is not None and app.kind == "Application"
         self.state.chart_values.append(ChartValuesSource(
             app.name, app.namespace, app.namespace_origin, app.kind, deployer.declared_by, app.origin, own, scope,
-            deployer.path, key, tuple(files), app.destination_namespace, app.destination_origin, app.spec))
+            deployer.path, key, tuple(files), app.destination_namespace, app.destination_origin, app.spec,
+            app.labels))
 
     def _explicit_build(self, path: str) -> Build:
         if path in self.tree.dirs:

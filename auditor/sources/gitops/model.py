@@ -287,6 +287,7 @@ class ChartValuesSource:
     destination_namespace: str | None
     destination_origin: Origin
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)  # a generated one's
 
 
 @dataclass(frozen=True, slots=True)
