@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from auditor.model import string_labels
 from auditor.sources.gitops.flux import resolve_source_path
 from auditor.sources.gitops.model import Note, Origin
 from auditor.sources.gitops.tree import Document, ObjectRecord, ParsedFile, TreeFiles, join
@@ -271,11 +272,10 @@ def expand_application_set(tree: TreeFiles, name: str, namespace: str | None, sp
 
 
 def _template_labels(metadata: Mapping[str, Any]) -> dict[str, str]:
-    """The template's labels that are plain strings with every placeholder filled, sorted by key."""
-    labels = _mapping(metadata.get("labels"))
-    plain = [(key, value) for key, value in labels.items()
-             if isinstance(key, str) and isinstance(value, str) and "{{" not in key + value]
-    return dict(sorted(plain))
+    """The template's labels that are plain strings (as selectors read labels) with every placeholder filled,
+    sorted by key."""
+    plain = string_labels(metadata.get("labels"))
+    return dict(sorted((key, value) for key, value in plain.items() if "{{" not in key + value))
 
 
 def read_application_set(tree: TreeFiles, record: ObjectRecord, notes: list[Note]) -> list[ArgoAppSpec]:
