@@ -371,7 +371,7 @@ def run(
         fail_on=fail_on,
         require_complete=require_complete,
         notes=notes,
-        duplicates=find_duplicates(snapshot.objects),
+        duplicates=find_duplicates(snapshot.objects) if snapshot.repeats_an_identity else [],
         posture_path=posture.path,
         exposure_model=exposure_model,
         exposures=judge_exposures(exposure_model.entrances, posture, findings, statuses),

@@ -16,6 +16,7 @@ import enum
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from auditor.model import (
@@ -28,6 +29,9 @@ from auditor.model import (
     Source,
     group_kind,
 )
+
+# What `get` looks an object up by: its kind, namespace and name.
+_IDENTITY = attrgetter("gk", "namespace", "name")
 
 
 class SnapshotMode(str, enum.Enum):
@@ -142,15 +146,20 @@ class Snapshot:
     def build(cls, objects: Iterable[K8sObject], **kwargs: Any) -> Snapshot:
         snapshot = cls(objects=list(objects), **kwargs)
         by_gk: dict[str, list[K8sObject]] = defaultdict(list)
-        by_key: dict[tuple[str, str | None, str], K8sObject] = {}
         for obj in snapshot.objects:
             by_gk[obj.gk].append(obj)
-            # The first definition wins, as with `kubectl apply` of a directory
-            # where a later duplicate would be rejected by the API server anyway.
-            by_key.setdefault((obj.gk, obj.namespace, obj.name), obj)
+        # The first definition wins, as with `kubectl apply` of a directory where a later
+        # duplicate would be rejected by the API server anyway: built from the last object
+        # to the first, each earlier one overwrites a later namesake (at C speed).
+        backwards = snapshot.objects[::-1]
+        snapshot._by_key = dict(zip(map(_IDENTITY, backwards), backwards, strict=True))
         snapshot._by_gk = dict(by_gk)
-        snapshot._by_key = by_key
         return snapshot
+
+    @property
+    def repeats_an_identity(self) -> bool:
+        """Whether two objects share a kind, namespace and name (`auditor.duplicates` says which)."""
+        return len(self._by_key) != len(self.objects)
 
     def of_kind(self, *gks: str) -> list[K8sObject]:
         """All objects of the given group-kinds, in input order per kind."""

@@ -66,6 +66,8 @@ DUPLICATES = [
     '{"a\\\\": 1, "a\\\\": 2}',        # keys ending in an escaped backslash
     '{"\\u0061": 1, "a": 2}',          # the same key spelled twice
     '{"s": "\\": \\": \\":", "a": 1, "a": 2}',  # quotes and colons inside strings
+    '{"s": "\\u003a", "a": 1, "a": 2}',  # a colon spelled as an escape: orjson writes it back as `:`,
+    '{"s": "x\\u003Ay", "a": 1, "a": 2}',  # which would make up for the colon of the dropped key
 ]
 
 
@@ -96,6 +98,10 @@ def test_duplicate_keys_around_the_items_are_refused() -> None:
     b'{\n  "items": [\n    {"a": "\xff"}\n  ]\n}',
     b'{\n  "items": [\n    {"a": [\n    },\n    {\n    ]}\n  ]\n}',   # hand-indented: a split that does not hold
     b'{"kind": "List", "items": [{"a": 1}, {"b": 2}]}',                # one line
+    # a later key's array closing at the items' indentation: the split must not hold
+    b'{\n  "items": [\n    {"a": 1}\n  ],\n  "more": [\n    {"b": 2}\n  ]\n}',
+    b'{\n  "items": [\n    {"a": 1},\n    {"c": 3}\n  ],\n  "more": [\n    {"b": 2},\n    {"d": 4}\n  ]\n}',
+    b'{\n  "items": [\n    {"a": 1}\n  ],\n  "more": [\n  ]\n}',
 ])
 def test_unusual_input_is_left_to_the_exact_path(data: bytes) -> None:
     fast = load_json_bytes(data)
@@ -209,6 +215,9 @@ def test_checks_that_run_on_groups_of_items_still_find_the_one_item() -> None:
     fast, exact = load_json_bytes(big), load_json(big.decode())
     assert fast is not None and fast.data == exact.data and fast.item_lines == exact.item_lines
     assert fast.data["items"][130]["data"]["n"] == 123456789012345678901234567890  # an int, as `json` reads it
+    negative = data.replace(b'"@@big"', b"-9223372036854775809").replace(b'"@@dup"', b"1")
+    assert load_json_bytes(negative).data == load_json(negative.decode()).data  # type: ignore[union-attr]
+    assert load_json(negative.decode()).data["items"][130]["data"]["n"] == -9223372036854775809
     dup = data.replace(b'"@@big"', b"1").replace(b'"@@dup"', b'{"x": 1, "x": 2}')
     with pytest.raises(JSONInputError, match="duplicate key 'x'") as raised:
         load_json_bytes(dup)
