@@ -291,3 +291,17 @@ def test_ansible_role_templates_are_skipped_like_chart_templates(tmp_path: Path)
     snapshot = read_paths([str(tmp_path / "repo")])
     assert [obj.name for obj in snapshot] == ["s"]
     assert any(d.reason.startswith("Ansible role templates") for d in snapshot.ignored)
+
+
+@pytest.mark.parametrize("measured", [0, 4, 10, 25])
+def test_a_file_is_read_whole_whatever_size_it_was_measured_at(tmp_path: Path, measured: int) -> None:
+    """A regular file is read in one call of the size measured; one that grew or shrank since
+    (or a short read, or a /proc file that says 0) is read on to its end, within the limit."""
+    from auditor.sources import files
+
+    path = tmp_path / "grown.yaml"
+    path.write_bytes(b"kind: A\nx: 1\n" * 2)  # 26 bytes
+    with open(path, "rb", buffering=0) as stream:
+        assert files._read_bytes(stream, str(path), 1000, measured) == path.read_bytes()
+    with open(path, "rb", buffering=0) as stream, pytest.raises(InputError, match="larger than the 20-byte limit"):
+        files._read_bytes(stream, str(path), 20, measured)

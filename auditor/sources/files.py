@@ -168,30 +168,44 @@ def _walk_directory(root: str, limits: ReadLimits,
 _CHUNK = 1024 * 1024
 
 
-def _is_regular(stream: BinaryIO) -> bool:
+def _regular_size(stream: BinaryIO) -> int | None:
+    """The size of a regular file, None for a pipe, a device or a stream without a descriptor."""
     try:
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        info = os.fstat(stream.fileno())
     except (OSError, AttributeError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
-        return False
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
-def _read_bytes(stream: BinaryIO, name: str, limit: int) -> bytes:
-    if _is_regular(stream):
-        data = stream.read(limit + 1)
+def _chunks(stream: BinaryIO, most: int) -> Iterator[bytes]:
+    """What `stream` holds up to its end, at most `most` bytes, a chunk at a time."""
+    while most > 0:
+        chunk = stream.read(min(_CHUNK, most))
+        if not chunk:
+            return
+        most -= len(chunk)
+        yield chunk
+
+
+def _read_bytes(stream: BinaryIO, name: str, limit: int, size: int | None = None) -> bytes:
+    """At most `limit` bytes of `stream` (`InputError` beyond); `size`: its size, if a regular file."""
+    if size is None:
+        size = _regular_size(stream)
+    if size is not None:
+        # Asked for what the file holds (and one byte more, to see it grew): a read of `limit`
+        # bytes would allocate that much first (768 MiB, for each file of a tree).
+        data = stream.read(min(size, limit) + 1)
+        if len(data) != size:  # it grew or shrank since it was measured, or a short read: read to the end
+            data += b"".join(_chunks(stream, limit + 1 - len(data)))
     else:
         # A pipe or a device (/dev/zero, a FIFO, standard input) has no size to
         # check first: read it in chunks, and refuse binary data at its first
         # chunk rather than after `limit` bytes of it.
         chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = stream.read(min(_CHUNK, limit + 1 - size))
-            if not chunk:
-                break
+        for chunk in _chunks(stream, limit + 1):
             if b"\x00" in chunk:
                 _refuse_binary(b"".join(chunks[:1]) + chunk, name)
             chunks.append(chunk)
-            size += len(chunk)
         data = b"".join(chunks)
     if len(data) > limit:
         raise InputError.at(name, None, f"larger than the {limit:,}-byte limit (see --max-file-bytes)",
@@ -213,7 +227,8 @@ def _read_file(path: str, limits: ReadLimits, explicit: bool = True) -> bytes:
     # a FIFO in a checked-out repository cannot hang the walk.
     flags = os.O_RDONLY if explicit else os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(os.open(path, flags), "rb") as stream:
+        # Unbuffered: the file is read whole, in one call; a buffer would only copy it.
+        with open(os.open(path, flags), "rb", buffering=0) as stream:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise InputError.at(path, None, "is a folder", ProblemCode.UNREADABLE)
@@ -225,7 +240,8 @@ def _read_file(path: str, limits: ReadLimits, explicit: bool = True) -> bytes:
                     path, None, f"{info.st_size:,} bytes, over the {limits.max_file_bytes:,}-byte limit "
                     "(see --max-file-bytes)", ProblemCode.TOO_LARGE,
                 )
-            return _read_bytes(stream, path, limits.max_file_bytes)
+            size = info.st_size if stat.S_ISREG(info.st_mode) else None
+            return _read_bytes(stream, path, limits.max_file_bytes, size)
     except OSError as error:
         raise InputError.at(path, None, f"cannot read: {error.strerror or error}", ProblemCode.UNREADABLE) from None
 
