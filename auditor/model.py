@@ -14,7 +14,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # API groups whose kinds moved: old manifests (extensions/v1beta1 Deployment,
 # extensions/v1beta1 NetworkPolicy) still describe the same thing, so they are
@@ -108,9 +108,13 @@ class Source:
         return f"{self.path}:{self.line}:{self.column}" if self.column else f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """Identity of an object, as reports and exception entries name it."""
+class ObjectRef(NamedTuple):
+    """Identity of an object, as reports and exception entries name it.
+
+    A named tuple (made, hashed and compared in C): every object of a snapshot gets one, and
+    rules record each one they examine, which the engine dedupes (100k Services, several rules).
+    Order refs by `sort_key` (a namespace may be None).
+    """
 
     kind: str
     namespace: str | None

@@ -305,3 +305,19 @@ def test_a_file_is_read_whole_whatever_size_it_was_measured_at(tmp_path: Path, m
         assert files._read_bytes(stream, str(path), 1000, measured) == path.read_bytes()
     with open(path, "rb", buffering=0) as stream, pytest.raises(InputError, match="larger than the 20-byte limit"):
         files._read_bytes(stream, str(path), 20, measured)
+
+
+def test_a_small_text_is_not_counted_against_the_node_budget_only_when_it_cannot_exceed_it() -> None:
+    """`may_exceed` skips the count for texts of at most (budget - 1) / 2 characters: no mark counts more
+    than 2, so its answer must always be the count's (a mark weighing more would break this)."""
+    import random
+
+    from auditor.parsing.yaml_docs import estimated_nodes, may_exceed
+
+    rng = random.Random(15)
+    marks = [":", "\n", ",", "[", "{", "- ", "? ", "-\t", "?\t", "\t", " ", "x", "é"]
+    for _ in range(3000):
+        text = "".join(rng.choice(marks) for _ in range(rng.randint(0, 30)))
+        for data in (text, text.encode()):
+            for budget in (0, 1, len(data), 2 * len(data), 2 * len(data) + 1, estimated_nodes(data)):
+                assert may_exceed(data, budget) == (estimated_nodes(data) > budget), (data, budget)

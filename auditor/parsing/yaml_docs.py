@@ -721,8 +721,14 @@ def estimated_nodes(text: str | bytes) -> int:
     return count
 
 
+def may_exceed(text: str | bytes, max_nodes: int) -> bool:
+    """Whether `estimated_nodes(text)` may be over `max_nodes`: no mark counts more than 2 (`:`),
+    so a text of n characters (or bytes) estimates at most 2n + 1, and a small file is not counted."""
+    return 2 * len(text) + 1 > max_nodes and estimated_nodes(text) > max_nodes
+
+
 def check_node_budget(text: str, max_nodes: int | None) -> None:
-    if max_nodes is None:
+    if max_nodes is None or 2 * len(text) + 1 <= max_nodes:  # see may_exceed
         return
     estimate = estimated_nodes(text)
     if estimate > max_nodes:

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - not POSIX (no fork either: the read is
     fcntl = None  # type: ignore[assignment]
 
 from auditor.errors import InputError
-from auditor.parsing.yaml_docs import estimated_nodes
+from auditor.parsing.yaml_docs import may_exceed
 from auditor.sources.files import OBSERVED_BYTES, ReadLimits, _documents, _read_file
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _parse_file(path: str) -> bytes | None:
     error = None
     try:
         holder = [_read_file(path, _WORKER_LIMITS, explicit=False)]
-        if estimated_nodes(holder[0]) > PARALLEL_MAX_NODES:
+        if may_exceed(holder[0], PARALLEL_MAX_NODES):
             return None  # what a worker builds stays small, whatever the file holds
         if _WORKER_KEEPS_BYTES and len(holder[0]) <= OBSERVED_BYTES:
             data = holder[0]
