@@ -10,6 +10,7 @@ counts are called in a report is the report's business (auditor/report/).
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -122,6 +123,27 @@ class FleetCluster:
         return {value for value in (self.name, self.info.label, self.info.context) if value}
 
 
+class VerdictKind(enum.Enum):
+    """The run's verdict, in the order it is decided: the first that holds is the verdict."""
+
+    INCOMPLETE = "incomplete"  # exit 3: what could not be read or judged fails the run
+    FAIL = "fail"  # exit 1: findings at or above --fail-on
+    PASS_ON_WHAT_WAS_CHECKED = "pass-on-what-was-checked"  # exit 0, but not every rule judged everything
+    PASS = "pass"  # exit 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What every report states first (`AuditResult.verdict`); each report words it in its own markup."""
+
+    kind: VerdictKind
+    exit_code: int
+    # INCOMPLETE: why the run is incomplete; PASS_ON_WHAT_WAS_CHECKED: what falls short of a complete pass.
+    reason: str = ""
+    failing: int = 0  # FAIL: the findings at or above `fail_on` (with a baseline, the new ones only)
+    new: bool = False  # FAIL: a baseline is in use, so the failing findings are new ones
+
+
 @dataclass
 class AuditResult:
     snapshot: Snapshot
@@ -199,11 +221,31 @@ class AuditResult:
 
     @property
     def exit_code(self) -> int:
+        return self.verdict().exit_code
+
+    def verdict(self) -> Verdict:
+        """The verdict every report states first, decided in one place (see `VerdictKind`)."""
         if self.incomplete_gate:
-            return EXIT_INCOMPLETE
-        if self.failing:
-            return EXIT_FINDINGS
-        return EXIT_OK
+            return Verdict(VerdictKind.INCOMPLETE, EXIT_INCOMPLETE, reason=self.incomplete_because())
+        failing = len(self.failing)
+        if failing:
+            return Verdict(VerdictKind.FAIL, EXIT_FINDINGS, failing=failing, new=self.baseline is not None)
+        if not self.complete:
+            return Verdict(VerdictKind.PASS_ON_WHAT_WAS_CHECKED, EXIT_OK, reason=self.shortfall())
+        return Verdict(VerdictKind.PASS, EXIT_OK)
+
+    def incomplete_because(self) -> str:
+        """Why the run is incomplete (exit 3), as the verdict says it."""
+        why = []
+        if self.input_problems:
+            count = len(self.input_problems)
+            why.append(f"{count} input problem{'' if count == 1 else 's'}: files not audited")
+        statuses = (RuleStatus.ERROR, RuleStatus.NOT_RUN) if self.require_complete else (RuleStatus.ERROR,)
+        if any(r.status in statuses for r in self.rules):
+            why.append("some rules could not reach a verdict")
+        if self.require_complete and self.open_gap_count:
+            why.append("some rules saw only part of what they judge")
+        return "; ".join(why)
 
     def summary(self) -> Summary:
         failed = [f for f in self.findings if f.status is FindingStatus.FAILED]

@@ -386,3 +386,38 @@ def test_baseline_with_a_lone_surrogate_is_refused_in_one_line(tmp_path: Path, o
         assert result.stderr == (f"audit: error: {path}:{line}: baseline is not valid: a string holds a lone UTF-16 "
                                  f"surrogate {code}\n")
         assert result.stdout == ""
+
+
+def _verdict_inputs(tmp_path: Path) -> dict[str, tuple[str, ...]]:
+    services_only = tmp_path / "svc.json"
+    report = json.loads(DRIFTED.read_text(encoding="utf-8"))
+    report["items"] = [item for item in report["items"]
+                       if item["kind"] == "Service" and item["spec"]["type"] == "ClusterIP"]
+    services_only.write_text(json.dumps(report), encoding="utf-8")
+    broken = tmp_path / "tree"
+    broken.mkdir()
+    (broken / "ok.json").write_text(CLEAN.read_text(encoding="utf-8"), encoding="utf-8")
+    (broken / "bad.yaml").write_text("kind: Service\nmetadata: {name: [\n", encoding="utf-8")
+    return {"pass": (str(CLEAN),), "fail": (str(DRIFTED),), "pass-on-what-was-checked": (str(services_only),),
+            "incomplete": (str(broken),)}
+
+
+@pytest.mark.parametrize("kind", ["pass", "fail", "pass-on-what-was-checked", "incomplete"])
+def test_text_markdown_and_html_state_the_one_verdict_the_exit_code_is(tmp_path: Path, kind: str) -> None:
+    """The verdict is decided once (`AuditResult.verdict`); each report words it, none decides it again."""
+    words = {"pass": ("Verdict: PASS", "**Verdict: PASS**", '<p class="verdict pass">PASS</p>'),
+             "fail": ("Verdict: FAIL (", "**Verdict: FAIL** —", '<p class="verdict fail">FAIL: '),
+             "pass-on-what-was-checked": ("Verdict: PASS on what could be checked (",
+                                          "**Verdict: PASS** on what could be checked —",
+                                          '<p class="verdict pass">PASS on what could be checked: '),
+             "incomplete": ("Verdict: INCOMPLETE (", "**Verdict: INCOMPLETE** —",
+                            '<p class="verdict incomplete">INCOMPLETE: ')}[kind]
+    codes = {"pass": 0, "fail": 1, "pass-on-what-was-checked": 0, "incomplete": 3}
+    paths = _verdict_inputs(tmp_path)[kind]
+    outputs = [run_cli(*paths, "--format", fmt, *AS_OF, env={"COLUMNS": "400"}) for fmt in ("text", "markdown", "html")]
+    assert {output.code for output in outputs} == {codes[kind]}
+    text, markdown, html = (output.stdout for output in outputs)
+    verdict_line = next(line for line in text.splitlines() if line.startswith("Verdict:"))
+    assert verdict_line.startswith(words[0]) and (kind != "pass" or verdict_line == "Verdict: PASS")
+    assert words[1] in markdown and (kind != "pass" or "**Verdict: PASS**\n" in markdown)
+    assert words[2] in html

@@ -23,14 +23,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from auditor.baseline import UNCHANGED, Baseline
-from auditor.engine import AuditResult, RuleResult
+from auditor.engine import AuditResult, RuleResult, VerdictKind
 from auditor.exposure import JudgedEntrance
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import exposure_map, svg_map
 from auditor.report.html_assets import CONTENT_SECURITY_POLICY, SCRIPT, STYLE
 from auditor.report.sources import BUILTIN, ConfigSources
 from auditor.report.svg_map import escape
-from auditor.report.text import incomplete_because
 
 NO_NAMESPACE = "(none)"  # the filter value of cluster-scoped objects
 
@@ -56,15 +55,14 @@ def _row(cells: Iterable[str], attributes: str = "") -> str:
 
 
 def _verdict(result: AuditResult) -> str:
-    new = "new " if result.baseline is not None else ""
-    if result.incomplete_gate:
-        return f'<p class="verdict incomplete">INCOMPLETE: {escape(incomplete_because(result))} (exit 3)</p>'
-    if result.failing:
-        return (f'<p class="verdict fail">FAIL: {_plural(len(result.failing), new + "finding")} at or above '
-                f"{escape(result.fail_on.value)} (exit 1)</p>")
-    if not result.complete:
-        what = result.shortfall()
-        return f'<p class="verdict pass">PASS on what could be checked: {what}</p>'
+    verdict = result.verdict()
+    if verdict.kind is VerdictKind.INCOMPLETE:
+        return f'<p class="verdict incomplete">INCOMPLETE: {escape(verdict.reason)} (exit 3)</p>'
+    if verdict.kind is VerdictKind.FAIL:
+        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
+        return f'<p class="verdict fail">FAIL: {failing} at or above {escape(result.fail_on.value)} (exit 1)</p>'
+    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
+        return f'<p class="verdict pass">PASS on what could be checked: {verdict.reason}</p>'
     return '<p class="verdict pass">PASS</p>'
 
 

@@ -19,14 +19,13 @@ import re
 from typing import Any
 
 from auditor.baseline import UNCHANGED, Baseline
-from auditor.engine import AuditResult
+from auditor.engine import AuditResult, VerdictKind
 from auditor.exceptions_list import EntryStatus
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import exposure_map, mermaid
 from auditor.report import repository as tree_words
 from auditor.report.diff import entry_display
 from auditor.report.sources import BUILTIN, ConfigSources
-from auditor.report.text import incomplete_because
 from auditor.repository import RemarkKind
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
@@ -106,15 +105,15 @@ def _repository_section(result: AuditResult) -> list[str]:
     return lines
 
 
-def _verdict(result: AuditResult, new: str) -> str:
-    if result.incomplete_gate:
-        return f"**Verdict: INCOMPLETE** — {escape(incomplete_because(result))} (exit 3)"
-    if result.failing:
-        return (f"**Verdict: FAIL** — {_plural(len(result.failing), new + 'finding')} at or above "
-                f"`{result.fail_on.value}` (exit 1)")
-    if not result.complete:
-        what = result.shortfall()
-        return f"**Verdict: PASS** on what could be checked — {what} (`--require-complete` makes that fail)"
+def _verdict(result: AuditResult) -> str:
+    verdict = result.verdict()
+    if verdict.kind is VerdictKind.INCOMPLETE:
+        return f"**Verdict: INCOMPLETE** — {escape(verdict.reason)} (exit 3)"
+    if verdict.kind is VerdictKind.FAIL:
+        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
+        return f"**Verdict: FAIL** — {failing} at or above `{result.fail_on.value}` (exit 1)"
+    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
+        return f"**Verdict: PASS** on what could be checked — {verdict.reason} (`--require-complete` makes that fail)"
     return "**Verdict: PASS**"
 
 
@@ -289,7 +288,7 @@ def render(result: AuditResult, verbose: bool = False) -> str:
     lines = [
         "## Cilium exposure audit",
         "",
-        _verdict(result, "new " if baseline is not None else ""),
+        _verdict(result),
         "",
         _target_line(result),
         "",

@@ -32,7 +32,7 @@ from typing import Any
 
 from auditor.baseline import UNCHANGED, Baseline
 from auditor.duplicates import DuplicateObject
-from auditor.engine import AuditResult, RuleResult
+from auditor.engine import AuditResult, RuleResult, VerdictKind
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
 from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Verbosity
@@ -585,29 +585,16 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     return [*lines, *(ctx.style(line, colour) for line in wrap(text, ctx.width, "", "  "))]
 
 
-def incomplete_because(result: AuditResult) -> str:
-    """Why the run is incomplete (exit 3), as the verdict says it."""
-    why = []
-    if result.input_problems:
-        why.append(f"{_plural(len(result.input_problems), 'input problem')}: files not audited")
-    statuses = (RuleStatus.ERROR, RuleStatus.NOT_RUN) if result.require_complete else (RuleStatus.ERROR,)
-    if any(r.status in statuses for r in result.rules):
-        why.append("some rules could not reach a verdict")
-    if result.require_complete and result.open_gap_count:
-        why.append("some rules saw only part of what they judge")
-    return "; ".join(why)
-
-
 def _verdict(result: AuditResult) -> tuple[str, str]:
-    if result.incomplete_gate:
-        return f"Verdict: INCOMPLETE ({incomplete_because(result)}; exit 3)", "red"
-    new = "new " if result.baseline is not None else ""
-    if result.failing:
-        failing = _plural(len(result.failing), new + "finding")
+    verdict = result.verdict()
+    if verdict.kind is VerdictKind.INCOMPLETE:
+        return f"Verdict: INCOMPLETE ({verdict.reason}; exit 3)", "red"
+    if verdict.kind is VerdictKind.FAIL:
+        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
         return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
-    if not result.complete:
-        what = result.shortfall()
-        return f"Verdict: PASS on what could be checked ({what}; --require-complete makes that fail)", "yellow"
+    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
+        return (f"Verdict: PASS on what could be checked ({verdict.reason}; --require-complete makes that fail)",
+                "yellow")
     return "Verdict: PASS", "green"
 
 
