@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import InitVar, dataclass, field
+from operator import attrgetter
 from typing import ClassVar
 
 from auditor.cilium import keys
@@ -35,6 +36,8 @@ NO_CONFIG = (
 )
 # The version judged against when the input shows no agent version and the posture's line is unreadable.
 _FALLBACK_LINE: Version = (1, 19, 0)
+
+_REF = attrgetter("ref")  # K8sObject.ref
 
 
 class AnyOf(tuple[str, ...]):
@@ -218,6 +221,11 @@ class RuleContext:
     def examined(self, obj: K8sObject | ObjectRef) -> None:
         """Record that `obj` was checked (reporters list passing objects too)."""
         self.examined_refs.append(obj.ref if isinstance(obj, K8sObject) else obj)
+
+    def examined_all(self, objects: Iterable[K8sObject]) -> None:
+        """Record that every one of `objects` was checked (`examined` for each, at C speed: a rule
+        that judges every Service of a 100k-object dump records 100k of them)."""
+        self.examined_refs.extend(map(_REF, objects))
 
     def known(self, gk: str) -> bool:
         return self.snapshot.coverage(gk).state.known

@@ -77,6 +77,5 @@ class ServiceExternalIps(Rule):
     )
 
     def check(self, snapshot: Snapshot, ctx: RuleContext) -> Iterator[Finding]:
-        for service in snapshot.of_kind(kinds.SERVICE):
-            ctx.examined(service)
+        ctx.examined_all(snapshot.of_kind(kinds.SERVICE))
         yield from judge(self, ctx, lambda subject, found: describe(ctx, subject, found))
