@@ -243,6 +243,13 @@ def _attach(connection: Any) -> None:
         deadline.attach(connection)
 
 
+def _notify_sent() -> None:
+    """The running attempt's request is written: wake whoever waits for it (`Client.get`'s `sent`)."""
+    sent = getattr(_current, "sent", None)
+    if sent is not None:
+        sent.set()
+
+
 @dataclass(frozen=True)
 class _PoolClasses:
     http: type
@@ -267,6 +274,7 @@ def _watched_pool_classes() -> _PoolClasses:
             def request(self, *args: Any, **kwargs: Any) -> None:
                 _attach(self)
                 super().request(*args, **kwargs)
+                _notify_sent()
 
         class WatchedHTTPSConnection(uc.HTTPSConnection):
             def connect(self) -> None:
@@ -276,6 +284,7 @@ def _watched_pool_classes() -> _PoolClasses:
             def request(self, *args: Any, **kwargs: Any) -> None:
                 _attach(self)
                 super().request(*args, **kwargs)
+                _notify_sent()
 
         class WatchedHTTPConnectionPool(up.HTTPConnectionPool):
             ConnectionCls = WatchedHTTPConnection
@@ -420,7 +429,8 @@ class Client:
                 raise UnusableAnswer(path, f"over the {_size(limit)} limit (--max-response-size); "
                                            "the rest was not read")
 
-    def _once(self, path: str, query: list[tuple[str, str]], accept: str) -> Answer:
+    def _once(self, path: str, query: list[tuple[str, str]], accept: str,
+              sent: threading.Event | None = None) -> Answer:
         from kubernetes.client.exceptions import ApiException
 
         method, url, headers, _, _ = self.api.param_serialize(
@@ -430,6 +440,7 @@ class Client:
             self.requests_made += 1
         deadline = _Deadline(self.policy.timeout) if self.policy.timeout else None
         _current.deadline = deadline
+        _current.sent = sent
         if deadline is not None:
             deadline.start()
         raw = None
@@ -453,7 +464,9 @@ class Client:
             detail, retryable = _describe_transport(error)
             raise TransportFailure(path, detail, retryable) from None
         finally:
-            _current.deadline = None
+            _current.deadline = _current.sent = None
+            if sent is not None:
+                sent.set()  # not sent after all (it failed first): the waiter need not wait longer
             if deadline is not None:
                 deadline.cancel()
             if raw is not None:
@@ -474,14 +487,16 @@ class Client:
         except Exception:
             pass
 
-    def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON) -> Answer:
-        """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx."""
+    def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON,
+            sent: threading.Event | None = None) -> Answer:
+        """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx. `sent`, when
+        given, is set once the first attempt's request is written (or has failed before it was)."""
         query = query or []
         attempt = 0
         while True:
             attempt += 1
             try:
-                answer = self._once(path, query, accept)
+                answer = self._once(path, query, accept, sent if attempt == 1 else None)
             except TransportFailure as failure:
                 if not failure.retryable or attempt > self.policy.max_retries:
                     failure.attempts = attempt
@@ -500,14 +515,15 @@ class Client:
             raise ApiFailure(path, answer.status, _status_message(answer.body), attempt)
 
     def get_json(self, path: str, query: list[tuple[str, str]] | None = None,
-                 accept: str = JSON, checked: bool = True) -> tuple[Any, Answer]:
+                 accept: str = JSON, checked: bool = True, first: Answer | None = None) -> tuple[Any, Answer]:
         """`get`, parsed. A 2xx body that is not JSON counts as a truncated answer and is retried;
         one that is JSON but unusable (too deep, not text) is not. `checked=False` leaves the
-        depth and text checks to the caller (`check_answer`), to run them off the critical path."""
+        depth and text checks to the caller (`check_answer`), to run them off the critical path.
+        `first`: the answer of the first attempt, already fetched (`get`) by the caller."""
         attempts = 0
         while True:
             attempts += 1
-            answer = self.get(path, query, accept)
+            answer = first if first is not None and attempts == 1 else self.get(path, query, accept)
             try:
                 return parse_answer(answer.body, checked), answer
             except _Unusable as problem:

@@ -44,6 +44,8 @@ so a CRD that serves no version is not read.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,6 +57,7 @@ from auditor.errors import ClusterError
 from auditor.model import K8sObject, Source
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 from auditor.sources.live.client import (
+    Answer,
     ApiFailure,
     Client,
     RetryPolicy,
@@ -218,6 +221,67 @@ class _Page:
     objects: Future[list[dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class _Head:
+    """A List's `metadata.continue` and `remainingItemCount`, read from the bytes before its items."""
+
+    token: str | None
+    remaining: int | None
+
+
+@dataclass
+class _Early:
+    """The next page's request, sent from a page's head before the page was parsed."""
+
+    query: list[tuple[str, str]]
+    answer: Future[Answer]
+
+
+_ITEMS = b'"items"'
+# The head of a List (kind, apiVersion, metadata) is a few hundred bytes; past this, no head is looked for.
+HEAD_BYTES = 64 * 1024
+
+
+def list_head(body: bytes) -> _Head | None:
+    """The continue token and remaining count of a List, from the members before its `items`, or None.
+
+    The API server writes a List's `metadata` before its `items` (Go's encoding/json writes a
+    struct's fields in declaration order, and `ListMeta` precedes `Items` in every list type:
+    https://github.com/kubernetes/apimachinery/blob/master/pkg/apis/meta/v1/types.go), so the
+    next page can be asked for before the page itself is parsed. The bytes up to the first
+    `"items"` are closed with `"items":null}` and parsed: that is a JSON object only when the cut
+    fell between two members of the top-level object. Anything else (no `"items"` near the start,
+    metadata after the items, a cut inside a string or a nested object, bytes that are not UTF-8)
+    is None, and the page is parsed first as before. What this returns is a guess to be confirmed:
+    the caller compares it with the parsed document (a duplicate key, for one, keeps its last value).
+    """
+    cut = body.find(_ITEMS, 0, HEAD_BYTES)
+    if cut < 0:
+        return None
+    try:
+        head = json.loads(body[:cut] + b'"items":null}')
+    except (ValueError, RecursionError):
+        return None
+    metadata = head.get("metadata") if isinstance(head, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    return _Head(*_continuation(metadata))
+
+
+def _abandon(early: _Early | None) -> None:
+    """Leave an early request to itself: cancelled if not started, its answer (or failure) never used."""
+    if early is not None:
+        early.answer.cancel()
+
+
+def _continuation(metadata: Any) -> tuple[str | None, int | None]:
+    """(continue token, remainingItemCount) of a List's metadata, each None when absent or unusable."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+    return (token if isinstance(token, str) and token else None,
+            remaining if isinstance(remaining, int) and remaining >= 0 else None)
+
+
 @dataclass
 class _Plan:
     """What discovery says about the kinds the rules read."""
@@ -257,6 +321,10 @@ class ClusterReader:
         self.seconds: dict[str, float] = {}
         # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
+        # Sends a list's next request while its lister parses the page (`_ask_early`): at most one
+        # for each list in flight, and as many again for requests abandoned while still running.
+        self._fetcher = ThreadPoolExecutor(max_workers=2 * max(1, options.concurrency),
+                                           thread_name_prefix=f"audit-next-{target.context}")
 
     # -- 1. the cluster itself --------------------------------------------------------
     def _contact(self, pool: ThreadPoolExecutor) -> tuple[str, list[Future[RootAnswer]]]:
@@ -330,18 +398,38 @@ class ClusterReader:
         return sorted(names), None
 
     # -- 3. listing ----------------------------------------------------------------------
-    def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool) -> _Page:
+    def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool,
+              early: _Early | None, ahead: Callable[[_Head, int], list[tuple[str, str]] | None]
+              ) -> tuple[_Page, _Early | None]:
+        """One page: its answer (the early request's, when that asked exactly `query`), the next
+        page's request sent from its head when `ahead` says which (before this one is parsed),
+        then the page parsed, its checks and objects left to the checker."""
         accept = PARTIAL_METADATA_ACCEPT if metadata_only else "application/json"
         path = resource.collection_path
-        document, answer = self.client.get_json(path, query, accept, checked=False)
-        metadata = document.get("metadata") if isinstance(document, dict) else None
-        metadata = metadata if isinstance(metadata, dict) else {}
-        token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+        answer = early.answer.result() if early is not None and early.query == query else \
+            self.client.get(path, query, accept)
+        head = list_head(answer.body)
+        next_query = ahead(head, len(answer.body)) if head is not None else None
+        sent_early = self._ask_early(path, next_query, accept) if next_query is not None else None
+        try:
+            document, answer = self.client.get_json(path, query, accept, checked=False, first=answer)
+        except BaseException:
+            _abandon(sent_early)
+            raise
+        token, remaining = _continuation(document.get("metadata") if isinstance(document, dict) else None)
         items = document.get("items") if isinstance(document, dict) else None
         objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only)
-        return _Page(token if isinstance(token, str) and token else None,
-                     remaining if isinstance(remaining, int) and remaining >= 0 else None,
-                     len(items) if isinstance(items, list) else 0, len(answer.body), objects)
+        return _Page(token, remaining, len(items) if isinstance(items, list) else 0, len(answer.body),
+                     objects), sent_early
+
+    def _ask_early(self, path: str, query: list[tuple[str, str]], accept: str) -> _Early:
+        """Send `query`'s request from another thread, and return once it is written: parsing the
+        page holds the interpreter's lock for tens of milliseconds, which would hold it back."""
+        sent = threading.Event()
+        answer = self._fetcher.submit(self.client.get, path, query, accept, sent)
+        answer.add_done_callback(lambda _: sent.set())  # failed or cancelled before it was written
+        sent.wait()
+        return _Early(query, answer)
 
     @staticmethod
     def _checked_objects(body: bytes, document: Any, resource: ApiResource,
@@ -352,11 +440,11 @@ class ClusterReader:
         checked = _check_list(document, resource, metadata_only, path)
         return [_as_object(item, resource, metadata_only) for item in checked["items"]]
 
-    def _next_limit(self, limit: int, page: _Page, objects: int, body_bytes: int) -> int:
+    def _next_limit(self, limit: int, remaining: int | None, objects: int, body_bytes: int) -> int:
         """The size of the next page: the rest of the collection when the server said how much is
-        left, else twice the last page; at most `max_chunk_size` objects and about a quarter of
-        --max-response-size at the bytes per object seen so far; never below `chunk_size`."""
-        wanted = page.remaining if page.remaining is not None else 2 * limit
+        left (`remaining`), else twice the last page; at most `max_chunk_size` objects and about a
+        quarter of --max-response-size at the bytes per object seen so far; never below `chunk_size`."""
+        wanted = remaining if remaining is not None else 2 * limit
         per_object = max(1, body_bytes // max(1, objects))
         by_bytes = self.options.policy.max_response_bytes // PAGE_BYTES_SHARE // per_object
         floor = self.options.chunk_size
@@ -378,14 +466,27 @@ class ClusterReader:
     def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
         """One complete list, following `continue`, in at most `pages_left` pages.
 
-        Pipelined: a page's continue token is all the next request needs, so the page is
-        checked and its objects built (`_checked_objects`) while the next one is fetched."""
+        Pipelined twice over. A page's continue token is all the next request needs: it is read
+        from the page's head (`list_head`) and the next page asked for at once, sized as if the
+        page held `limit` objects; then the page is parsed, and that request is used only if it is
+        exactly the one the parsed page calls for (same token, same size), else it is abandoned and
+        the right one sent. And the page is checked and its objects built (`_checked_objects`)
+        while the next one is fetched."""
         metadata_only = resource.gk in METADATA_ONLY
         pages: list[_Page] = []
         limit = self.options.chunk_size
         token: str | None = None
         seen: set[str] = set()
         objects = body_bytes = 0
+        early: _Early | None = None
+
+        def ahead(head: _Head, body_len: int) -> list[tuple[str, str]] | None:
+            """The request that follows a page of `limit` objects with this head, or None if none would."""
+            if not paginated or head.token is None or head.token in seen or len(pages) + 1 >= pages_left:
+                return None
+            guess = self._next_limit(limit, head.remaining, objects + limit, body_bytes + body_len)
+            return [("limit", str(guess)), ("continue", head.token)]
+
         try:
             while True:
                 if len(pages) >= pages_left:
@@ -395,8 +496,11 @@ class ClusterReader:
                 if token:
                     query.append(("continue", token))
                 self._objects_of(pages, done_only=True)  # a page already found unusable ends the list
+                if early is not None and early.query != query:
+                    _abandon(early)  # asked from a head the parsed page contradicts
+                    early = None
                 try:
-                    page = self._page(resource, query, metadata_only)
+                    page, early = self._page(resource, query, metadata_only, early, ahead)
                 except ApiFailure as failure:
                     raise _PageFailed(failure, token is not None, len(pages) + 1) from None
                 pages.append(page)
@@ -411,13 +515,15 @@ class ClusterReader:
                 seen.add(page.token)
                 token = page.token
                 body_bytes += page.body_bytes
-                limit = self._next_limit(limit, page, objects, body_bytes)
+                limit = self._next_limit(limit, page.remaining, objects, body_bytes)
         except UnusableAnswer as unusable:  # a page checked off the critical path
             self.progress.objects(-objects)
             raise _PageFailed(unusable, False, len(pages)) from None
         except BaseException:
             self.progress.objects(-objects)
             raise
+        finally:
+            _abandon(early)
 
     def _list(self, resource: ApiResource) -> list[dict[str, Any]]:
         expirations = 0
@@ -519,6 +625,7 @@ class ClusterReader:
             return self._read()
         finally:
             self._checker.shutdown(wait=False, cancel_futures=True)
+            self._fetcher.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
     def _read(self) -> ReadResult:
