@@ -245,10 +245,12 @@ HEAD_BYTES = 64 * 1024
 def list_head(body: bytes) -> _Head | None:
     """The continue token and remaining count of a List, from the members before its `items`, or None.
 
-    The API server writes a List's `metadata` before its `items` (Go's encoding/json writes a
-    struct's fields in declaration order, and `ListMeta` precedes `Items` in every list type:
-    https://github.com/kubernetes/apimachinery/blob/master/pkg/apis/meta/v1/types.go), so the
-    next page can be asked for before the page itself is parsed. The bytes up to the first
+    The API server writes a built-in kind's List `metadata` first and `items` last (Go's
+    encoding/json writes a struct's fields in their order, and every list type declares
+    `TypeMeta`, `ListMeta` then `Items`, e.g. `ServiceList` in
+    https://github.com/kubernetes/api/blob/master/core/v1/types.go), so the next page can be
+    asked for before the page itself is parsed. (A custom resource's List may come with its keys
+    sorted, `items` before `metadata`: then there is no head, and nothing is asked early.) The bytes up to the first
     `"items"` are closed with `"items":null}` and parsed: that is a JSON object only when the cut
     fell between two members of the top-level object. Anything else (no `"items"` near the start,
     metadata after the items, a cut inside a string or a nested object, bytes that are not UTF-8)
