@@ -67,6 +67,9 @@ _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # The bytes that are not brackets or quotes: what the depth pre-check deletes.
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
+# ... and its first pass when the answer holds escapes: all but those, the backslashes, and every
+# byte that can follow a backslash in a JSON escape (RFC 8259, section 7).
+_NOT_STRUCTURE_OR_ESCAPE = bytes(b for b in range(256) if b not in b'{}[]"\\/bfnrtu')
 _STRING = re.compile(rb'"[^"]*"')
 
 
@@ -299,19 +302,34 @@ def _watched_pool_classes() -> _PoolClasses:
 # --- answers ---------------------------------------------------------------------------------
 
 
-def _maybe_deeper_than_half(body: bytes, limit: int) -> bool:
+def _escapes_kept(body: bytes) -> bytes | None:
+    """`body` without the bytes that are neither structure nor part of an escape (None: it has no escape).
+
+    Every escape of valid JSON is a backslash and one of `"\\/bfnrtu` (`\\uXXXX` keeps its `u`),
+    so each escape's two bytes stay side by side and its backslash begins it as in `body`:
+    backslashes brought together by the deletion follow an even run (escaped backslashes, which
+    pair up alike), never an odd one (whose escaped byte is kept between). Removing the `\\\\` and
+    `\\"` pairs from this removes exactly those of `body`, over a fraction of its bytes
+    (tests/test_live_depth_check.py).
+    """
+    return body.translate(None, _NOT_STRUCTURE_OR_ESCAPE) if b"\\" in body else None
+
+
+def _maybe_deeper_than_half(body: bytes, limit: int, escapes: bytes | None = None) -> bool:
     """False when the (valid) JSON `body` surely nests at most `limit` levels, in C-speed passes.
 
-    Escaped backslashes and quotes are removed, then everything but brackets and
-    quotes, then the strings (empty ones first, by a plain replace: two adjacent
-    quotes are always an empty string or the end of one string and the start of
-    the next, so removing them keeps every bracket inside or outside its string).
+    Escaped backslashes and quotes are removed (from `escapes`, `_escapes_kept(body)`, when
+    given), then everything but brackets and quotes, then the strings (empty ones first, by a
+    plain replace: two adjacent quotes are always an empty string or the end of one string and
+    the start of the next, so removing them keeps every bracket inside or outside its string).
     What is left is the bracket structure alone. Each pass deleting the empty
     `{}` and `[]` pairs peels at least one and at most two levels, so a structure
     gone within `limit // 2` passes nests at most `limit` levels. Only what
     survives them (an answer more than `limit // 2` deep) pays for the exact walk.
     """
-    if b"\\" in body:
+    if escapes is not None:
+        body = escapes.replace(b"\\\\", b"").replace(b'\\"', b"")
+    elif b"\\" in body:
         body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     structure = body.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     if b'"' in structure:
@@ -369,9 +387,12 @@ def parse_answer(body: bytes, checked: bool = True) -> Any:
 
 def check_answer(body: bytes, document: Any, path: str) -> None:
     """Refuse an answer nested deeper than `MAX_DEPTH` or holding a lone surrogate (`UnusableAnswer`)."""
-    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH) else None
-    # Substring tests first (C speed); the regex and the walk only when one could be there.
-    if problem is None and (b"\\u" in body or b"\xed" in body) and _MAYBE_SURROGATE.search(body):
+    escapes = _escapes_kept(body)
+    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH, escapes) else None
+    # Substring tests first (C speed; a `\\u` escape keeps its two bytes in `escapes`); the regex
+    # and the walk only when one could be there.
+    if problem is None and ((escapes is not None and b"\\u" in escapes) or b"\xed" in body) \
+            and _MAYBE_SURROGATE.search(body):
         problem = _surrogate_problem(document)
     if problem is not None:
         raise _Unusable(problem) if not path else UnusableAnswer(path, problem)
