@@ -4,17 +4,21 @@ Steps (docs/live.md), each a method of `ClusterReader`:
 
 1. `_contact`: `GET /version` (the cluster answers at all, else
    `ClusterError`, exit 3), with the two discovery roots (`/api`, `/apis`)
-   asked at the same time.
+   and the early lists asked at the same time: the first of the kinds that
+   are usually the biggest, at the built-in resource every release serves
+   them at (`KNOWN_RESOURCES`, `concurrency` minus `DISCOVERY_WORKERS` of them).
 2. `_plan`: discovery (`discovery.py`) gives the resource, scope and
    preferred version of every group-kind the rules read; each kind is either
    planned for listing or ends here as `not-served` or `failed`.
 3. `_start`: every planned kind is listed cluster-wide, concurrently (a
    thread pool of `concurrency` workers), the kinds that are usually the
-   biggest first, each in pages (`limit`/`continue`): the first page holds
-   `chunk_size` objects, later ones are sized to the collection
-   (`_next_limit`). Lists are bounded: at most `max_pages` pages, a continue
-   token seen twice ends the list, and every answer is bounded in time and
-   size (`client.py`). A continue token that expired (410 Gone) restarts the
+   biggest first (an early list is kept when discovery named the very
+   resource it lists, else left unused), each in pages (`limit`/`continue`):
+   the first page holds `chunk_size` objects, later ones are sized to the
+   collection (`_next_limit`), each asked for from the previous page's head,
+   before that page is parsed (`list_head`, `_list_once`). Lists are bounded:
+   at most `max_pages` pages, a continue token seen twice ends the list, and
+   every answer is bounded in time and size (`client.py`). A continue token that expired (410 Gone) restarts the
    list from scratch; after `max_relists - 1` expirations the last re-list is
    unpaginated, which cannot expire. The CRDs the rules need are read by name.
 4. `_collect`: each kind ends with a coverage state: `listed`
@@ -98,6 +102,30 @@ LIKELY_LARGEST = (kinds.POD, kinds.REPLICASET, kinds.SECRET, kinds.CONFIGMAP, ki
 # A later page aims at this share of --max-response-size, from the bytes per
 # object the pages so far took: well inside the limit when objects vary.
 PAGE_BYTES_SHARE = 4
+
+
+def _builtin(group: str, plural: str, kind: str, namespaced: bool = True) -> ApiResource:
+    return ApiResource(group, "v1", plural, kind, namespaced, ("list",))
+
+
+# The likely largest built-in kinds' resources: v1 under these names in every Kubernetes release
+# this reads (their last other versions, extensions/v1beta1 and apps/v1beta1, v1beta2 Deployments,
+# ReplicaSets and NetworkPolicies, and rbac.authorization.k8s.io/v1beta1, stopped being served in
+# 1.16 and 1.22: https://kubernetes.io/docs/reference/using-api/deprecation-guide/). The first of
+# them are listed before discovery has answered (`_start_early`), and kept only when discovery
+# names the very same resource (kubectl, similarly, lists from its cached discovery).
+KNOWN_RESOURCES = {resource.gk: resource for resource in (
+    _builtin("", "pods", "Pod"), _builtin("apps", "replicasets", "ReplicaSet"), _builtin("", "secrets", "Secret"),
+    _builtin("", "configmaps", "ConfigMap"), _builtin("", "services", "Service"),
+    _builtin("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    _builtin("", "serviceaccounts", "ServiceAccount"), _builtin("", "namespaces", "Namespace", namespaced=False),
+    _builtin("batch", "jobs", "Job"), _builtin("apps", "deployments", "Deployment"),
+    _builtin("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
+    _builtin("rbac.authorization.k8s.io", "roles", "Role"), _builtin("", "nodes", "Node", namespaced=False),
+)}
+# Workers left to /version, the discovery roots and legacy discovery's group requests while the
+# early lists run: discovery never waits behind a list.
+DISCOVERY_WORKERS = 3
 
 
 @dataclass(frozen=True)
@@ -300,6 +328,20 @@ class _Listed:
     gk: str
     objects: list[dict[str, Any]] | None
     problem: str | None
+    seconds: float = 0.0
+
+
+@dataclass
+class _EarlyList:
+    """A list started before discovery answered, at the resource `KNOWN_RESOURCES` names."""
+
+    resource: ApiResource
+    listed: Future[_Listed]
+
+
+def _same_resource(a: ApiResource, b: ApiResource) -> bool:
+    """Whether listing `a` is listing `b`: the same request, and the same kind and apiVersion asked for."""
+    return (a.group, a.version, a.plural, a.kind) == (b.group, b.version, b.plural, b.kind)
 
 
 # A CRD read by name: the CRD (None when it is gone), or why it could not be read.
@@ -329,10 +371,20 @@ class ClusterReader:
                                            thread_name_prefix=f"audit-next-{target.context}")
 
     # -- 1. the cluster itself --------------------------------------------------------
-    def _contact(self, pool: ThreadPoolExecutor) -> tuple[str, list[Future[RootAnswer]]]:
-        """The server's version; the discovery roots are asked meanwhile."""
+    def _contact(self, pool: ThreadPoolExecutor) -> tuple[Future[str], list[Future[RootAnswer]], dict[str, _EarlyList]]:
+        """The server's version, the discovery roots and the early lists, all asked at once (every
+        request from the pool: no more than `concurrency` are ever in flight)."""
         roots = fetch_roots(self.client, pool)
-        return self._server_version(), roots
+        version = pool.submit(self._server_version)
+        return version, roots, self._start_early(pool)
+
+    def _start_early(self, pool: ThreadPoolExecutor) -> dict[str, _EarlyList]:
+        """The likely largest built-in kinds' lists, started before discovery has answered (as many
+        as leave `DISCOVERY_WORKERS` to discovery); `_start` keeps those discovery confirms."""
+        room = max(0, self.options.concurrency - DISCOVERY_WORKERS)
+        early = [gk for gk in LIKELY_LARGEST if gk in KNOWN_RESOURCES and gk in self.gks][:room]
+        return {gk: _EarlyList(KNOWN_RESOURCES[gk], pool.submit(self._list_kind, gk, KNOWN_RESOURCES[gk]))
+                for gk in early}
 
     def _server_version(self) -> str:
         where = f"cluster {self.target.context} ({self.target.server})"
@@ -557,12 +609,13 @@ class ClusterReader:
         return document
 
     def _list_kind(self, gk: str, resource: ApiResource) -> _Listed:
+        # (An early list that discovery then contradicts has counted in the progress display too.)
         began = time.monotonic()
         try:
             listed = _Listed(gk, self._list(resource), None)
         except _ListFailed as failed:
             listed = _Listed(gk, None, failed.reason)
-        self.seconds[gk] = time.monotonic() - began
+        listed.seconds = time.monotonic() - began
         self.progress.kind_done()
         return listed
 
@@ -572,9 +625,23 @@ class ClusterReader:
         except _ListFailed as failed:
             return None, failed.reason
 
-    def _start(self, plan: _Plan, pool: ThreadPoolExecutor) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
+    def _start(self, plan: _Plan, pool: ThreadPoolExecutor,
+               early: dict[str, _EarlyList]) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
+        """Every planned list: the early one when discovery names its resource, else started now. An
+        early list of another resource, or of a kind not to be listed (not served, its group's
+        discovery failed), is left unused."""
         self.progress.plan(self.target.name, len(plan.lists) + (1 if plan.crd_read else 0))
-        lists = [pool.submit(self._list_kind, gk, resource) for gk, resource in plan.lists]
+        lists: list[Future[_Listed]] = []
+        for gk, resource in plan.lists:
+            started = early.pop(gk, None)
+            if started is not None and _same_resource(started.resource, resource):
+                lists.append(started.listed)
+                continue
+            if started is not None:
+                started.listed.cancel()
+            lists.append(pool.submit(self._list_kind, gk, resource))
+        for unused in early.values():
+            unused.listed.cancel()
         crds = [pool.submit(self._get_crd_safely, name) for name in plan.crd_names] if plan.crd_read else []
         return lists, crds
 
@@ -584,6 +651,7 @@ class ClusterReader:
         objects_by_gk: dict[str, list[dict[str, Any]]] = {}
         for future in lists:
             listed = future.result()
+            self.seconds[listed.gk] = listed.seconds
             if listed.problem is not None or listed.objects is None:
                 plan.coverage[listed.gk] = _coverage(CoverageState.FAILED, listed.problem or "not read")
             else:
@@ -637,10 +705,11 @@ class ClusterReader:
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
                                   thread_name_prefix=f"audit-list-{self.target.context}")
         try:
-            version, roots = self._contact(pool)
+            version_asked, roots, early = self._contact(pool)
+            version = version_asked.result()
             plan = self._plan(discover(self.client, needed_groups, pool, roots))
             crd_began = time.monotonic()
-            lists, crds = self._start(plan, pool)
+            lists, crds = self._start(plan, pool, early)
             objects_by_gk = self._collect(plan, lists, crds, crd_began)
         except BaseException:
             # Interrupted (Ctrl-C), the cluster unusable, or a bug: do not start what is still queued.

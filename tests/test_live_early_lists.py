@@ -1,0 +1,137 @@
+"""Issue 15: the likely largest built-in lists start before discovery has answered.
+
+They are asked at the resource every Kubernetes release serves them at (`KNOWN_RESOURCES`), and
+used only when discovery names that very resource: a kind discovery does not serve, serves under
+another name, or could not tell about, is judged by discovery as before, never by the early list.
+Real `kubernetes` client, tests/kubeapi server.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor import kinds
+from auditor.snapshot import CoverageState
+from auditor.sources.live import target as target_module
+from auditor.sources.live.client import RetryPolicy
+from auditor.sources.live.reader import KNOWN_RESOURCES, LIKELY_LARGEST, ClusterReader, ReadOptions, ReadResult
+from tests.kubeapi import Fault, KubeApiServer
+from tests.test_live_fixtures import kubeconfig
+
+FAST = RetryPolicy(max_retries=1, backoff_base=0.01, backoff_cap=0.02, timeout=10)
+READ = [kinds.SERVICE, kinds.POD, kinds.NAMESPACE]
+
+
+def _items() -> list[dict[str, Any]]:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
+    services = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"svc-{i}", "namespace": "apps"},
+                 "spec": {"type": "ClusterIP"}} for i in range(4)]
+    return [namespace, *services]
+
+
+@pytest.fixture(params=[True, False], ids=["aggregated", "legacy"])
+def server(request: pytest.FixtureRequest) -> Iterator[KubeApiServer]:
+    with KubeApiServer(_items(), aggregated_discovery=request.param) as started:
+        yield started
+
+
+def _read(server: KubeApiServer, tmp_path: Path, concurrency: int = 8) -> ReadResult:
+    target = target_module.resolve(kubeconfig(server, tmp_path))[0]
+    return ClusterReader(target, READ, ReadOptions(concurrency=concurrency, policy=FAST)).read()
+
+
+def test_the_known_resources_are_the_likely_largest_built_in_kinds() -> None:
+    assert set(KNOWN_RESOURCES) == set(LIKELY_LARGEST) - {kinds.CILIUM_NETWORK_POLICY}
+    assert all(gk == resource.gk and resource.version == "v1" for gk, resource in KNOWN_RESOURCES.items())
+
+
+def test_the_largest_lists_are_asked_while_discovery_is_held(server: KubeApiServer, tmp_path: Path) -> None:
+    gate = threading.Event()
+    server.faults.add(Fault.hold(gate, timeout=20, path=r"^/apis?$", times=None))
+    box: dict[str, ReadResult] = {}
+    worker = threading.Thread(target=lambda: box.update(result=_read(server, tmp_path)))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 15  # a hang guard, not a timing assertion
+        while not {"/api/v1/services", "/api/v1/pods"} <= {r.path for r in server.requests} \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+        answered_first = {r.path for r in server.requests}
+    finally:
+        gate.set()
+        worker.join(30)
+    assert {"/api/v1/services", "/api/v1/pods", "/api/v1/namespaces"} <= answered_first
+    assert not {"/api", "/apis"} & answered_first
+    snap = box["result"].snapshot
+    assert snap.coverage(kinds.SERVICE).state is CoverageState.LISTED
+    assert len(snap.of_kind(kinds.SERVICE)) == 4
+    assert [r.path for r in server.requests].count("/api/v1/services") == 1  # used, not asked again
+
+
+def test_with_little_concurrency_discovery_comes_first(server: KubeApiServer, tmp_path: Path) -> None:
+    _read(server, tmp_path, concurrency=3)
+    paths = [r.path for r in server.requests]
+    assert paths.index("/api/v1/services") > max(paths.index("/api"), paths.index("/apis"))
+
+
+def _drop_services(document: Any, _: int) -> Any:
+    """Discovery (aggregated or legacy) without the core group's Service."""
+    if isinstance(document, dict):
+        return {key: _drop_services(value, 0) for key, value in document.items()}
+    if isinstance(document, list):
+        return [_drop_services(value, 0) for value in document
+                if not (isinstance(value, dict) and "services" in (value.get("resource"), value.get("name")))]
+    return document
+
+
+def _rename_services(document: Any, _: int) -> Any:
+    """Discovery naming the core group's Service resource `svcs`."""
+    if isinstance(document, dict):
+        renamed = {key: _rename_services(value, 0) for key, value in document.items()}
+        for key in ("resource", "name"):
+            if renamed.get(key) == "services":
+                renamed[key] = "svcs"
+        return renamed
+    if isinstance(document, list):
+        return [_rename_services(value, 0) for value in document]
+    return document
+
+
+CORE_DISCOVERY = r"^/api(/v1)?$"
+
+
+def test_an_early_list_of_a_kind_discovery_does_not_serve_is_not_used(server: KubeApiServer,
+                                                                       tmp_path: Path) -> None:
+    server.faults.add(Fault.rewrite(_drop_services, path=CORE_DISCOVERY, times=None))
+    snap = _read(server, tmp_path).snapshot
+    assert "/api/v1/services" in {r.path for r in server.requests}  # it was asked early
+    assert snap.coverage(kinds.SERVICE).state is CoverageState.NOT_SERVED
+    assert snap.of_kind(kinds.SERVICE) == []
+    assert snap.coverage(kinds.POD).state is CoverageState.LISTED
+
+
+def test_an_early_list_of_another_resource_than_discovery_names_is_not_used(server: KubeApiServer,
+                                                                            tmp_path: Path) -> None:
+    server.faults.add(Fault.rewrite(_rename_services, path=CORE_DISCOVERY, times=None))
+    snap = _read(server, tmp_path).snapshot
+    paths = {r.path for r in server.requests}
+    assert {"/api/v1/services", "/api/v1/svcs"} <= paths  # early, then the resource discovery names
+    coverage = snap.coverage(kinds.SERVICE)
+    assert coverage.state is CoverageState.FAILED and "svcs" in coverage.reason and "404" in coverage.reason
+    assert snap.of_kind(kinds.SERVICE) == []
+
+
+def test_an_early_list_of_a_group_whose_discovery_failed_is_not_used(server: KubeApiServer, tmp_path: Path) -> None:
+    server.faults.add(Fault.error(path=CORE_DISCOVERY, times=None))
+    snap = _read(server, tmp_path).snapshot
+    assert "/api/v1/services" in {r.path for r in server.requests}
+    for gk in READ:
+        coverage = snap.coverage(gk)
+        assert coverage.state is CoverageState.FAILED and "HTTP 500" in coverage.reason, (gk, coverage)
+    assert snap.objects == []
