@@ -135,3 +135,20 @@ def test_an_early_list_of_a_group_whose_discovery_failed_is_not_used(server: Kub
         coverage = snap.coverage(gk)
         assert coverage.state is CoverageState.FAILED and "HTTP 500" in coverage.reason, (gk, coverage)
     assert snap.objects == []
+
+
+def test_meanwhile_runs_once_before_discovery_is_used(server: KubeApiServer, tmp_path: Path) -> None:
+    """The CPU work the command does while the first answers are awaited (`audit live` imports the
+    engine and the renderers): once, on the reading thread; if it fails, the read fails with it."""
+    target = target_module.resolve(kubeconfig(server, tmp_path))[0]
+    calls: list[str] = []
+    result = ClusterReader(target, READ, ReadOptions(policy=FAST)).read(
+        meanwhile=lambda: calls.append(threading.current_thread().name))
+    assert calls == [threading.current_thread().name]
+    assert result.snapshot.coverage(kinds.SERVICE).state is CoverageState.LISTED
+
+    def broken() -> None:
+        raise RuntimeError("meanwhile failed")
+
+    with pytest.raises(RuntimeError, match="meanwhile failed"):
+        ClusterReader(target, READ, ReadOptions(policy=FAST)).read(meanwhile=broken)

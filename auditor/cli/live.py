@@ -214,6 +214,17 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
     ctx.exit(code)
 
 
+def _warm_up(options: AuditOptions) -> None:
+    """Import what judging and reporting the read will need (the engine, each report's renderer),
+    while the cluster's answers are awaited rather than after the last one (issue 15)."""
+    from auditor import engine  # noqa: F401  (imported for its cost, not its name)
+    from auditor.report import FORMATS, renderer
+
+    for name in dict.fromkeys([options.output_format, *options.output_files]):
+        if name in FORMATS:  # (`audit exposure` and `audit trace` have formats of their own)
+            renderer(name)
+
+
 def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions, extra_kinds: tuple[str, ...] = (),
                    fleet: bool = True) -> Any:
     """Read the cluster(s) `cluster` names and audit them: one `AuditResult` (merged for a fleet).
@@ -230,7 +241,7 @@ def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions
         from auditor.sources.live.reader import read_cluster
 
         try:
-            result = read_cluster(targets[0], gks, read_options, progress)
+            result = read_cluster(targets[0], gks, read_options, progress, meanwhile=lambda: _warm_up(options))
         finally:
             progress.close()
         return evaluate(result.snapshot, prepared, options)

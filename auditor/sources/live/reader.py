@@ -690,15 +690,17 @@ class ClusterReader:
         )
 
     # -- everything ------------------------------------------------------------------------
-    def read(self) -> ReadResult:
+    def read(self, meanwhile: Callable[[], None] | None = None) -> ReadResult:
+        """The cluster read. `meanwhile` runs on this thread once every first request is out (the
+        early lists' included), while their answers are awaited: work that needs none of them."""
         try:
-            return self._read()
+            return self._read(meanwhile)
         finally:
             self._checker.shutdown(wait=False, cancel_futures=True)
             self._fetcher.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
-    def _read(self) -> ReadResult:
+    def _read(self, meanwhile: Callable[[], None] | None) -> ReadResult:
         started = time.monotonic()
         crd_needed = kinds.CRD in self.gks
         needed_groups = {kinds.split_gk(gk)[0] for gk in self.gks} | (set(CRD_BUNDLE_GROUPS) if crd_needed else set())
@@ -706,6 +708,8 @@ class ClusterReader:
                                   thread_name_prefix=f"audit-list-{self.target.context}")
         try:
             version_asked, roots, early = self._contact(pool)
+            if meanwhile is not None:
+                meanwhile()
             version = version_asked.result()
             plan = self._plan(discover(self.client, needed_groups, pool, roots))
             crd_began = time.monotonic()
@@ -723,8 +727,8 @@ class ClusterReader:
 
 
 def read_cluster(target: Target, gks: list[str] | set[str], options: ReadOptions = ReadOptions(),
-                 progress: Progress | None = None) -> ReadResult:
-    return ClusterReader(target, gks, options, progress).read()
+                 progress: Progress | None = None, meanwhile: Callable[[], None] | None = None) -> ReadResult:
+    return ClusterReader(target, gks, options, progress).read(meanwhile)
 
 
 def failed_snapshot(target: Target, gks: list[str] | set[str], reason: str) -> Snapshot:
