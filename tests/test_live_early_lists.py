@@ -152,3 +152,16 @@ def test_meanwhile_runs_once_before_discovery_is_used(server: KubeApiServer, tmp
 
     with pytest.raises(RuntimeError, match="meanwhile failed"):
         ClusterReader(target, READ, ReadOptions(policy=FAST)).read(meanwhile=broken)
+
+
+def test_what_is_read_is_what_meanwhile_decides_not_the_guess(server: KubeApiServer, tmp_path: Path) -> None:
+    """`audit live` guesses the kinds from rules/index.json and loads the rules meanwhile: the rules'
+    kinds are read, a guessed kind they do not read is not in the snapshot, a kind the guess missed is."""
+    target = target_module.resolve(kubeconfig(server, tmp_path))[0]
+    reader = ClusterReader(target, [kinds.SERVICE, kinds.POD], ReadOptions(policy=FAST))
+    snap = reader.read(meanwhile=lambda: [kinds.SERVICE, kinds.NAMESPACE, kinds.CILIUM_NETWORK_POLICY]).snapshot
+    assert set(snap.listed) == {kinds.SERVICE, kinds.NAMESPACE, kinds.CILIUM_NETWORK_POLICY}
+    assert snap.coverage(kinds.NAMESPACE).state is CoverageState.LISTED
+    assert snap.coverage(kinds.CILIUM_NETWORK_POLICY).state is CoverageState.NOT_SERVED  # discovery asked
+    assert snap.of_kind(kinds.POD) == [] and len(snap.of_kind(kinds.NAMESPACE)) == 1
+    assert "/api/v1/pods" in {r.path for r in server.requests}  # the guess's early list, unused

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -344,6 +344,8 @@ def _same_resource(a: ApiResource, b: ApiResource) -> bool:
     return (a.group, a.version, a.plural, a.kind) == (b.group, b.version, b.plural, b.kind)
 
 
+# What `ClusterReader.read` runs while the first answers are awaited: None, or the kinds to read.
+Meanwhile = Callable[[], "Iterable[str] | None"]
 # A CRD read by name: the CRD (None when it is gone), or why it could not be read.
 _Got = tuple["dict[str, Any] | None", "str | None"]
 
@@ -520,12 +522,10 @@ class ClusterReader:
     def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
         """One complete list, following `continue`, in at most `pages_left` pages.
 
-        Pipelined twice over. A page's continue token is all the next request needs: it is read
-        from the page's head (`list_head`) and the next page asked for at once, sized as if the
-        page held `limit` objects; then the page is parsed, and that request is used only if it is
-        exactly the one the parsed page calls for (same token, same size), else it is abandoned and
-        the right one sent. And the page is checked and its objects built (`_checked_objects`)
-        while the next one is fetched."""
+        Pipelined twice over. The next request needs only a page's continue token: it is read from
+        the page's head (`list_head`), the next page asked for at once (sized as if the page held
+        `limit` objects) and used only if the parsed page calls for exactly it, else abandoned. And
+        the page is checked and its objects built (`_checked_objects`) while the next one is fetched."""
         metadata_only = resource.gk in METADATA_ONLY
         pages: list[_Page] = []
         limit = self.options.chunk_size
@@ -689,10 +689,18 @@ class ClusterReader:
             listed=plan.coverage, served_versions=plan.served,
         )
 
+    def _needed_groups(self) -> set[str]:
+        """The groups whose discovery the plan needs (legacy discovery asks each one)."""
+        groups = {kinds.split_gk(gk)[0] for gk in self.gks}
+        return groups | set(CRD_BUNDLE_GROUPS) if kinds.CRD in self.gks else groups
+
     # -- everything ------------------------------------------------------------------------
-    def read(self, meanwhile: Callable[[], None] | None = None) -> ReadResult:
+    def read(self, meanwhile: Meanwhile | None = None) -> ReadResult:
         """The cluster read. `meanwhile` runs on this thread once every first request is out (the
-        early lists' included), while their answers are awaited: work that needs none of them."""
+        early lists' included), while their answers are awaited: work that needs none of them.
+        When it returns kinds, those are what is read, whatever the reader was made with: its
+        kinds were then only the guess the early lists were chosen by (`audit live` guesses from
+        rules/index.json while `meanwhile` loads the rules themselves)."""
         try:
             return self._read(meanwhile)
         finally:
@@ -700,18 +708,17 @@ class ClusterReader:
             self._fetcher.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
-    def _read(self, meanwhile: Callable[[], None] | None) -> ReadResult:
+    def _read(self, meanwhile: Meanwhile | None) -> ReadResult:
         started = time.monotonic()
-        crd_needed = kinds.CRD in self.gks
-        needed_groups = {kinds.split_gk(gk)[0] for gk in self.gks} | (set(CRD_BUNDLE_GROUPS) if crd_needed else set())
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
                                   thread_name_prefix=f"audit-list-{self.target.context}")
         try:
             version_asked, roots, early = self._contact(pool)
-            if meanwhile is not None:
-                meanwhile()
+            decided = meanwhile() if meanwhile is not None else None
+            if decided is not None:
+                self.gks = sorted(set(decided))
             version = version_asked.result()
-            plan = self._plan(discover(self.client, needed_groups, pool, roots))
+            plan = self._plan(discover(self.client, self._needed_groups(), pool, roots))
             crd_began = time.monotonic()
             lists, crds = self._start(plan, pool, early)
             objects_by_gk = self._collect(plan, lists, crds, crd_began)
@@ -727,7 +734,7 @@ class ClusterReader:
 
 
 def read_cluster(target: Target, gks: list[str] | set[str], options: ReadOptions = ReadOptions(),
-                 progress: Progress | None = None, meanwhile: Callable[[], None] | None = None) -> ReadResult:
+                 progress: Progress | None = None, meanwhile: Meanwhile | None = None) -> ReadResult:
     return ClusterReader(target, gks, options, progress).read(meanwhile)
 
 
