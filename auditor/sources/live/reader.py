@@ -246,7 +246,7 @@ class _Page:
     remaining: int | None
     count: int
     body_bytes: int
-    objects: Future[list[dict[str, Any]]]
+    objects: Future[list[K8sObject]]
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,7 @@ class _Plan:
 @dataclass
 class _Listed:
     gk: str
-    objects: list[dict[str, Any]] | None
+    objects: list[K8sObject] | None
     problem: str | None
     seconds: float = 0.0
 
@@ -364,6 +364,7 @@ class ClusterReader:
         self.options = options
         self.progress = progress or Progress(enabled=False)
         self.client = Client(target.configuration, options.policy, sleep=sleep)
+        self.source = cluster_source(target)
         self.seconds: dict[str, float] = {}
         # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
@@ -474,7 +475,8 @@ class ClusterReader:
             raise
         token, remaining = _continuation(document.get("metadata") if isinstance(document, dict) else None)
         items = document.get("items") if isinstance(document, dict) else None
-        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only)
+        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only,
+                                       self.source)
         return _Page(token, remaining, len(items) if isinstance(items, list) else 0, len(answer.body),
                      objects), sent_early
 
@@ -488,13 +490,14 @@ class ClusterReader:
         return _Early(query, answer)
 
     @staticmethod
-    def _checked_objects(body: bytes, document: Any, resource: ApiResource,
-                         metadata_only: bool) -> list[dict[str, Any]]:
-        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`)."""
+    def _checked_objects(body: bytes, document: Any, resource: ApiResource, metadata_only: bool,
+                         source: Source) -> list[K8sObject]:
+        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`):
+        built here, page by page while the next is fetched, rather than all after the last one."""
         path = resource.collection_path
         check_answer(body, document, path)
         checked = _check_list(document, resource, metadata_only, path)
-        return [_as_object(item, resource, metadata_only) for item in checked["items"]]
+        return [K8sObject(_as_object(item, resource, metadata_only), source) for item in checked["items"]]
 
     def _next_limit(self, limit: int, remaining: int | None, objects: int, body_bytes: int) -> int:
         """The size of the next page: the rest of the collection when the server said how much is
@@ -507,10 +510,10 @@ class ClusterReader:
         return max(floor, min(max(floor, self.options.max_chunk_size), wanted, by_bytes))
 
     @staticmethod
-    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[dict[str, Any]]:
+    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[K8sObject]:
         """Every page's checked objects, in order (`UnusableAnswer` from the first page that is not
         a usable list); with `done_only`, only raises for pages already checked."""
-        items: list[dict[str, Any]] = []
+        items: list[K8sObject] = []
         for page in pages:
             if done_only:
                 if page.objects.done() and page.objects.exception() is not None:
@@ -519,7 +522,7 @@ class ClusterReader:
             items.extend(page.objects.result())
         return items
 
-    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
+    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[K8sObject]:
         """One complete list, following `continue`, in at most `pages_left` pages.
 
         Pipelined twice over. The next request needs only a page's continue token: it is read from
@@ -579,7 +582,7 @@ class ClusterReader:
         finally:
             _abandon(early)
 
-    def _list(self, resource: ApiResource) -> list[dict[str, Any]]:
+    def _list(self, resource: ApiResource) -> list[K8sObject]:
         expirations = 0
         pages_used = 0
         while True:
@@ -647,8 +650,8 @@ class ClusterReader:
 
     # -- 4. coverage -----------------------------------------------------------------------
     def _collect(self, plan: _Plan, lists: list[Future[_Listed]], crds: list[Future[_Got]],
-                 crd_began: float) -> dict[str, list[dict[str, Any]]]:
-        objects_by_gk: dict[str, list[dict[str, Any]]] = {}
+                 crd_began: float) -> dict[str, list[K8sObject]]:
+        objects_by_gk: dict[str, list[K8sObject]] = {}
         for future in lists:
             listed = future.result()
             self.seconds[listed.gk] = listed.seconds
@@ -677,15 +680,15 @@ class ClusterReader:
                     CoverageState.LISTED,
                     f"read by name: the CRDs of the custom kinds the rules read and every CRD of {groups}",
                 )
-                objects_by_gk[kinds.CRD] = sorted(found, key=lambda c: str((c.get("metadata") or {}).get("name")))
+                ordered = sorted(found, key=lambda c: str((c.get("metadata") or {}).get("name")))
+                objects_by_gk[kinds.CRD] = [K8sObject(crd, self.source) for crd in ordered]
         return objects_by_gk
 
     # -- 5. the snapshot ---------------------------------------------------------------------
-    def _snapshot(self, version: str, plan: _Plan, objects_by_gk: dict[str, list[dict[str, Any]]]) -> Snapshot:
-        source = cluster_source(self.target)
-        objects = [K8sObject(raw, source) for gk in self.gks for raw in objects_by_gk.get(gk, ())]
+    def _snapshot(self, version: str, plan: _Plan, objects_by_gk: dict[str, list[K8sObject]]) -> Snapshot:
+        objects = [obj for gk in self.gks for obj in objects_by_gk.get(gk, ())]
         return Snapshot.build(
-            objects, mode="live", inputs=[source.path], cluster=self.target.cluster_info(version),
+            objects, mode="live", inputs=[self.source.path], cluster=self.target.cluster_info(version),
             listed=plan.coverage, served_versions=plan.served,
         )
 
