@@ -165,3 +165,67 @@ def test_what_is_read_is_what_meanwhile_decides_not_the_guess(server: KubeApiSer
     assert snap.coverage(kinds.CILIUM_NETWORK_POLICY).state is CoverageState.NOT_SERVED  # discovery asked
     assert snap.of_kind(kinds.POD) == [] and len(snap.of_kind(kinds.NAMESPACE)) == 1
     assert "/api/v1/pods" in {r.path for r in server.requests}  # the guess's early list, unused
+
+
+def test_an_early_list_discovery_did_not_confirm_stops_at_its_next_page(tmp_path: Path) -> None:
+    """Not a whole list read for nothing (and waited for): once discovery names another resource,
+    the early list asks no further page."""
+    more = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"more-{i}", "namespace": "apps"},
+             "spec": {"type": "ClusterIP"}} for i in range(26)]
+    items = [*_items(), *more]
+    roots, later_pages = threading.Event(), threading.Event()
+    with KubeApiServer(items) as server:
+        server.faults.add(Fault.hold(roots, timeout=20, path=r"^/apis?$", times=None))
+        server.faults.add(Fault.hold(later_pages, timeout=20, path=r"^/api/v1/services$", continued=True, times=None))
+        server.faults.add(Fault.rewrite(_rename_services, path=CORE_DISCOVERY, times=None))
+        target = target_module.resolve(kubeconfig(server, tmp_path))[0]
+        reader = ClusterReader(target, READ, ReadOptions(chunk_size=3, max_chunk_size=3, policy=FAST))
+        box: dict[str, ReadResult] = {}
+        worker = threading.Thread(target=lambda: box.update(result=reader.read()))
+        worker.start()
+        try:
+            _wait_for(server, "/api/v1/services")  # the early list's first page (its second one is held)
+            roots.set()
+            _wait_for(server, "/api/v1/svcs")  # discovery's resource is listed: the early list is abandoned
+        finally:
+            roots.set()
+            later_pages.set()
+            worker.join(30)
+        pages = [r for r in server.requests if r.path == "/api/v1/services"]
+    assert len(pages) == 2  # of 10: the first, and the one held while discovery answered
+    assert box["result"].snapshot.of_kind(kinds.SERVICE) == []
+
+
+def _wait_for(server: KubeApiServer, path: str) -> None:
+    deadline = time.monotonic() + 15  # a hang guard, not a timing assertion
+    while path not in {r.path for r in server.requests} and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert path in {r.path for r in server.requests}, f"{path} never asked"
+
+
+def test_a_read_that_fails_stops_its_lists_at_their_next_page(tmp_path: Path) -> None:
+    """`audit live` with a configuration error found while the first answers are awaited: the error
+    is reported, and the lists already running ask no further page (the process would otherwise
+    wait for them at exit)."""
+    more = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"more-{i}", "namespace": "apps"},
+             "spec": {"type": "ClusterIP"}} for i in range(26)]
+    later_pages = threading.Event()
+    with KubeApiServer([*_items(), *more]) as server:
+        server.faults.add(Fault.hold(later_pages, timeout=20, path=r"^/api/v1/services$", continued=True, times=None))
+        target = target_module.resolve(kubeconfig(server, tmp_path))[0]
+
+        def failing() -> None:
+            _wait_for(server, "/api/v1/services")  # the first page is in; the second is held
+            raise RuntimeError("configuration error")
+
+        reader = ClusterReader(target, READ, ReadOptions(chunk_size=3, max_chunk_size=3, policy=FAST))
+        try:
+            with pytest.raises(RuntimeError, match="configuration error"):
+                reader.read(meanwhile=failing)
+        finally:
+            later_pages.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("audit-"):
+                thread.join(30)
+        pages = [r for r in server.requests if r.path == "/api/v1/services"]
+    assert len(pages) == 2  # of 10

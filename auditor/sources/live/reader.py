@@ -337,6 +337,11 @@ class _EarlyList:
 
     resource: ApiResource
     listed: Future[_Listed]
+    unused: threading.Event  # set when discovery did not confirm it: it stops before its next page
+
+    def abandon(self) -> None:
+        self.unused.set()
+        self.listed.cancel()
 
 
 def _same_resource(a: ApiResource, b: ApiResource) -> bool:
@@ -365,6 +370,7 @@ class ClusterReader:
         self.progress = progress or Progress(enabled=False)
         self.client = Client(target.configuration, options.policy, sleep=sleep)
         self.source = cluster_source(target)
+        self._abandoned = threading.Event()  # the read failed: every list stops before its next page
         self.seconds: dict[str, float] = {}
         # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
@@ -386,8 +392,12 @@ class ClusterReader:
         as leave `DISCOVERY_WORKERS` to discovery); `_start` keeps those discovery confirms."""
         room = max(0, self.options.concurrency - DISCOVERY_WORKERS)
         early = [gk for gk in LIKELY_LARGEST if gk in KNOWN_RESOURCES and gk in self.gks][:room]
-        return {gk: _EarlyList(KNOWN_RESOURCES[gk], pool.submit(self._list_kind, gk, KNOWN_RESOURCES[gk]))
-                for gk in early}
+        started = {}
+        for gk in early:
+            unused = threading.Event()
+            listed = pool.submit(self._list_kind, gk, KNOWN_RESOURCES[gk], unused)
+            started[gk] = _EarlyList(KNOWN_RESOURCES[gk], listed, unused)
+        return started
 
     def _server_version(self) -> str:
         where = f"cluster {self.target.context} ({self.target.server})"
@@ -522,7 +532,8 @@ class ClusterReader:
             items.extend(page.objects.result())
         return items
 
-    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[K8sObject]:
+    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int,
+                   unused: threading.Event | None = None) -> list[K8sObject]:
         """One complete list, following `continue`, in at most `pages_left` pages.
 
         Pipelined twice over. The next request needs only a page's continue token: it is read from
@@ -539,16 +550,15 @@ class ClusterReader:
 
         def ahead(head: _Head, body_len: int) -> list[tuple[str, str]] | None:
             """The request that follows a page of `limit` objects with this head, or None if none would."""
-            if not paginated or head.token is None or head.token in seen or len(pages) + 1 >= pages_left:
+            if not paginated or head.token is None or head.token in seen or len(pages) + 1 >= pages_left \
+                    or self._stopped(unused):
                 return None
             guess = self._next_limit(limit, head.remaining, objects + limit, body_bytes + body_len)
             return [("limit", str(guess)), ("continue", head.token)]
 
         try:
             while True:
-                if len(pages) >= pages_left:
-                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
-                                      f"{self.options.max_pages} pages (--max-pages)")
+                self._may_ask_another(resource, len(pages), pages_left, unused)
                 query = [("limit", str(limit))] if paginated else []
                 if token:
                     query.append(("continue", token))
@@ -582,13 +592,26 @@ class ClusterReader:
         finally:
             _abandon(early)
 
-    def _list(self, resource: ApiResource) -> list[K8sObject]:
+    def _may_ask_another(self, resource: ApiResource, pages: int, pages_left: int,
+                         unused: threading.Event | None) -> None:
+        """`_ListFailed` when the list may not ask another page: --max-pages reached, or the list
+        abandoned (the read failed, or discovery did not confirm this early list)."""
+        if pages >= pages_left:
+            raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
+                              f"{self.options.max_pages} pages (--max-pages)")
+        if self._stopped(unused):
+            raise _ListFailed(f"{resource.gk}: list {resource.qualified} not read: abandoned")
+
+    def _stopped(self, unused: threading.Event | None) -> bool:
+        return self._abandoned.is_set() or (unused is not None and unused.is_set())
+
+    def _list(self, resource: ApiResource, unused: threading.Event | None = None) -> list[K8sObject]:
         expirations = 0
         pages_used = 0
         while True:
             paginated = expirations < self.options.max_relists - 1 and self.options.chunk_size > 0
             try:
-                return self._list_once(resource, paginated, self.options.max_pages - pages_used)
+                return self._list_once(resource, paginated, self.options.max_pages - pages_used, unused)
             except _PageFailed as failed:
                 pages_used += failed.pages
                 if failed.failure.status == 410 and failed.had_token and expirations < self.options.max_relists:
@@ -611,11 +634,11 @@ class ClusterReader:
         document.setdefault("apiVersion", "apiextensions.k8s.io/v1")
         return document
 
-    def _list_kind(self, gk: str, resource: ApiResource) -> _Listed:
+    def _list_kind(self, gk: str, resource: ApiResource, unused: threading.Event | None = None) -> _Listed:
         # (An early list that discovery then contradicts has counted in the progress display too.)
         began = time.monotonic()
         try:
-            listed = _Listed(gk, self._list(resource), None)
+            listed = _Listed(gk, self._list(resource, unused), None)
         except _ListFailed as failed:
             listed = _Listed(gk, None, failed.reason)
         listed.seconds = time.monotonic() - began
@@ -641,10 +664,10 @@ class ClusterReader:
                 lists.append(started.listed)
                 continue
             if started is not None:
-                started.listed.cancel()
+                started.abandon()
             lists.append(pool.submit(self._list_kind, gk, resource))
-        for unused in early.values():
-            unused.listed.cancel()
+        for unconfirmed in early.values():
+            unconfirmed.abandon()
         crds = [pool.submit(self._get_crd_safely, name) for name in plan.crd_names] if plan.crd_read else []
         return lists, crds
 
@@ -726,7 +749,9 @@ class ClusterReader:
             lists, crds = self._start(plan, pool, early)
             objects_by_gk = self._collect(plan, lists, crds, crd_began)
         except BaseException:
-            # Interrupted (Ctrl-C), the cluster unusable, or a bug: do not start what is still queued.
+            # Interrupted (Ctrl-C), the cluster unusable, a configuration error (`meanwhile`), or a
+            # bug: do not start what is still queued, and end the lists running at their next page.
+            self._abandoned.set()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
