@@ -18,9 +18,10 @@ Steps (docs/live.md), each a method of `ClusterReader`:
    collection (`_next_limit`), each asked for from the previous page's head,
    before that page is parsed (`list_head`, `_list_once`). Lists are bounded:
    at most `max_pages` pages, a continue token seen twice ends the list, and
-   every answer is bounded in time and size (`client.py`). A continue token that expired (410 Gone) restarts the
-   list from scratch; after `max_relists - 1` expirations the last re-list is
-   unpaginated, which cannot expire. The CRDs the rules need are read by name.
+   every answer is bounded in time and size (`client.py`). A continue token
+   that expired (410 Gone) restarts the list from scratch; after
+   `max_relists - 1` expirations the last re-list is unpaginated, which cannot
+   expire. The CRDs the rules need are read by name.
 4. `_collect`: each kind ends with a coverage state: `listed`
    (authoritative, possibly empty), `not-served` (discovery does not know the
    kind: its CRD is not installed, so there are none) or `failed`
@@ -278,12 +279,14 @@ def list_head(body: bytes) -> _Head | None:
     `TypeMeta`, `ListMeta` then `Items`, e.g. `ServiceList` in
     https://github.com/kubernetes/api/blob/master/core/v1/types.go), so the next page can be
     asked for before the page itself is parsed. (A custom resource's List may come with its keys
-    sorted, `items` before `metadata`: then there is no head, and nothing is asked early.) The bytes up to the first
-    `"items"` are closed with `"items":null}` and parsed: that is a JSON object only when the cut
-    fell between two members of the top-level object. Anything else (no `"items"` near the start,
-    metadata after the items, a cut inside a string or a nested object, bytes that are not UTF-8)
-    is None, and the page is parsed first as before. What this returns is a guess to be confirmed:
-    the caller compares it with the parsed document (a duplicate key, for one, keeps its last value).
+    sorted, `items` before `metadata`: then there is no head, and nothing is asked early.)
+
+    The bytes up to the first `"items"` are closed with `"items":null}` and parsed: that is a
+    JSON object only when the cut fell between two members of the top-level object. Anything
+    else (no `"items"` near the start, metadata after the items, a cut inside a string or a
+    nested object, bytes that are not UTF-8) is None, and the page is parsed first as before.
+    What this returns is a guess to be confirmed: the caller compares it with the parsed
+    document (a duplicate key, for one, keeps its last value).
     """
     cut = body.find(_ITEMS, 0, HEAD_BYTES)
     if cut < 0:
