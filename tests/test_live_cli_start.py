@@ -20,8 +20,12 @@ from auditor import registry
 from auditor.cli.common import AuditOptions
 from auditor.cli.live import indexed_kinds
 from auditor.rule import kinds_read_by
+from tests.conftest import run_cli
 from tests.kubeapi import KubeApiServer
 from tests.test_live_fixtures import AS_OF, kubeconfig, run, serve
+from tests.test_plugins import EXAMPLE, _pyproject, _write_dist_info
+from tests.test_plugins import RULE_ID as PLUGIN_RULE
+from tests.test_plugins import _env as plugin_env
 
 RULE = "service-external-ips"
 
@@ -84,3 +88,31 @@ def test_a_configuration_error_comes_before_a_kubeconfig_error(tmp_path: Path, a
 def test_a_configuration_error_comes_before_the_cluster_is_judged(drifted: KubeApiServer, tmp_path: Path) -> None:
     result = run("live", "--kubeconfig", kubeconfig(drifted, tmp_path), "--exceptions", str(tmp_path / "none.yaml"))
     assert result.code == 2 and "cannot read exception list" in result.stderr and result.stdout == ""
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example plugin (tests/fixtures/plugin-example), installed as tests/test_plugins.py does
+    without pip: its package and the `.dist-info` pip would write, in a folder for PYTHONPATH."""
+    import shutil
+
+    site = tmp_path_factory.mktemp("plugin-site")
+    project = _pyproject()["project"]
+    shutil.copytree(EXAMPLE / "acme_audit_rules", site / "acme_audit_rules")
+    _write_dist_info(site, project["name"], project["version"], project["entry-points"]["cilium_auditor.rules"])
+    return site
+
+
+def test_a_plugin_rule_is_read_for_and_judged_as_when_the_rules_load_first(drifted: KubeApiServer, tmp_path: Path,
+                                                                           plugin_site: Path) -> None:
+    """rules/index.json knows only the built-in rules: a plugin's are loaded meanwhile, and what they
+    read is read (the example plugin's LoadBalancer Services)."""
+    config = kubeconfig(drifted, tmp_path)
+    context = drifted.write_kubeconfig(tmp_path / "probe").read_text().split("current-context:")[1].split()[0]
+    env = {**plugin_env(plugin_site), "KUBECONFIG": "", "EXPECT_CLUSTER": ""}
+    early = run_cli("live", "--kubeconfig", config, "--format", "json", *AS_OF, env=env)
+    first = run_cli("live", "--kubeconfig", config, "--format", "json", *AS_OF, "--context", context,
+                    "--context", context, env=env)
+    assert early.code == first.code and early.stdout == first.stdout, (early.stderr, first.stderr)
+    (rule,) = [r for r in json.loads(early.stdout)["rules"] if r["id"] == PLUGIN_RULE]
+    assert rule["status"] in ("passed", "failed") and rule["checked"] > 0
