@@ -231,3 +231,28 @@ def test_a_read_that_fails_stops_its_lists_at_their_next_page(tmp_path: Path) ->
                 thread.join(30)
         pages = [r for r in server.requests if r.path == "/api/v1/services"]
     assert len(pages) <= 2  # of 10: the first, and the one held (if answered yet)
+
+
+def test_a_failed_read_stops_the_retries_of_its_lists(tmp_path: Path) -> None:
+    """A configuration error found while the first requests are out, against a cluster that does not
+    answer: the lists' retries stop with the read (closing the client), instead of running their
+    backoff out before the process may exit."""
+    from tests.kubeapi import KubeconfigContext, write_kubeconfig
+
+    with KubeApiServer([]) as server:
+        ca = server.ca_pem
+    dead = write_kubeconfig(tmp_path / "dead", [KubeconfigContext("c", "https://127.0.0.1:1", ca, "t")])
+    target = target_module.resolve(str(dead))[0]
+    patient = RetryPolicy(max_retries=4, backoff_base=0.5, backoff_cap=1.0, timeout=10)
+    reader = ClusterReader(target, READ, ReadOptions(policy=patient))
+
+    def configuration_error() -> None:
+        raise RuntimeError("configuration error")
+
+    with pytest.raises(RuntimeError, match="configuration error"):
+        reader.read(meanwhile=configuration_error)
+    for thread in threading.enumerate():
+        if thread.name.startswith("audit-"):
+            thread.join(30)  # a hang guard
+    first_attempts = 3 + len(READ)  # /version, /api, /apis and the early lists
+    assert reader.client.requests_made <= 2 * first_attempts  # not 5 attempts each

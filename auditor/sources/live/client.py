@@ -227,6 +227,11 @@ class _Deadline:
             if self._connection is not None:
                 _shut_down(self._connection)
 
+    def expire(self) -> None:
+        """End the attempt now (its client was closed), as if its time were up."""
+        self._timer.cancel()
+        self._expire()
+
 
 def _shut_down(connection: Any) -> None:
     sock = getattr(connection, "sock", None)
@@ -422,10 +427,20 @@ class Client:
         self.policy = policy
         self._sleep = sleep
         self._rand = rand
+        # Closed (`close`): no attempt starts, no backoff is waited out, and the attempts running are
+        # cut short (their deadlines expired): a read that failed (a configuration error found while
+        # its first lists were in flight, the cluster unreachable) does not wait for retries nobody reads.
+        self._closed = threading.Event()
+        self._running: set[_Deadline] = set()
         self._lock = threading.Lock()
         self.requests_made = 0
 
     def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            running = list(self._running)
+        for deadline in running:
+            deadline.expire()
         with contextlib.suppress(Exception):  # closing must never mask the audit's outcome
             self.api.rest_client.close()
 
@@ -457,9 +472,14 @@ class Client:
         method, url, headers, _, _ = self.api.param_serialize(
             "GET", path, query_params=list(query), header_params={"Accept": accept}, auth_settings=["BearerToken"],
         )
+        if self._closed.is_set():
+            raise TransportFailure(path, "not sent: the read was abandoned", retryable=False)
         with self._lock:
             self.requests_made += 1
         deadline = _Deadline(self.policy.timeout) if self.policy.timeout else None
+        if deadline is not None:
+            with self._lock:
+                self._running.add(deadline)
         _current.deadline = deadline
         _current.sent = sent
         if deadline is not None:
@@ -490,6 +510,8 @@ class Client:
                 sent.set()  # not sent after all (it failed first): the waiter need not wait longer
             if deadline is not None:
                 deadline.cancel()
+                with self._lock:
+                    self._running.discard(deadline)
             if raw is not None:
                 self._finish(raw, complete)
 
@@ -508,6 +530,13 @@ class Client:
         except Exception:
             pass
 
+    def _pause(self, seconds: float) -> None:
+        """A backoff: the injected `sleep` (tests), else a wait that `close` cuts short."""
+        if self._sleep is time.sleep:
+            self._closed.wait(seconds)
+        else:
+            self._sleep(seconds)
+
     def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON,
             sent: threading.Event | None = None) -> Answer:
         """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx. `sent`, when
@@ -522,16 +551,16 @@ class Client:
                 if not failure.retryable or attempt > self.policy.max_retries:
                     failure.attempts = attempt
                     raise
-                self._sleep(self.policy.backoff(attempt, self._rand))
+                self._pause(self.policy.backoff(attempt, self._rand))
                 continue
             if 200 <= answer.status < 300:
                 return answer
             if answer.status in RETRIED_STATUSES and attempt <= self.policy.max_retries:
                 wait = _retry_after(answer.headers) if answer.status in (429, 503) else None
                 if wait is not None:
-                    self._sleep(min(wait, self.policy.retry_after_cap))
+                    self._pause(min(wait, self.policy.retry_after_cap))
                 else:
-                    self._sleep(self.policy.backoff(attempt, self._rand))
+                    self._pause(self.policy.backoff(attempt, self._rand))
                 continue
             raise ApiFailure(path, answer.status, _status_message(answer.body), attempt)
 
@@ -552,4 +581,4 @@ class Client:
             except ValueError:
                 if attempts > self.policy.max_retries:
                     raise UnusableAnswer(path, "not valid JSON", attempts) from None
-                self._sleep(self.policy.backoff(attempts, self._rand))
+                self._pause(self.policy.backoff(attempts, self._rand))
