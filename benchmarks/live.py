@@ -4,21 +4,34 @@
     .venv/bin/python benchmarks/live.py                       # 10,000 Services in 1,000 namespaces, 50 ms/request
     .venv/bin/python benchmarks/live.py --services 2000 --reps 1 --latency 0.02
     .venv/bin/python benchmarks/live.py --audit-arg=--max-chunk-size=500   # kubectl's paging: 500 a page
+    .venv/bin/python benchmarks/live.py --tree /tmp/live-base      # another checkout's auditor (A/B)
 
 The cluster is `synth.py services --with-namespaces` (benchmarks/synth_cluster.py), served by
 tests/kubeapi with a latency fault on every request (discovery included). Each run is a fresh
-`python -m auditor live` (through benchmarks/measure.py's launcher: wall time and peak RSS from
-`os.wait4`). Printed per run: wall time, requests made (the server's log), peak memory, and the
-slowest single resource's listing time (first to last page of one collection, from the server's
-log), which is the floor a concurrent reader can reach; a sequential one would pay the sum.
+`python -m auditor live` (through benchmarks/measure.py's launcher: wall time, CPU time and peak
+RSS from `os.wait4`). Printed per run: wall time, CPU seconds (user + system), requests made (the
+server's log), peak memory, when the first request reached the server (start-up: interpreter,
+imports, kubeconfig), the tail (from the last answer to the process's end: the last page's
+decoding, the rules, the report), and the slowest single resource's listing time (from the
+server receiving its first page's request to its last page's answer, from the server's log),
+which is the floor a concurrent reader can reach; a sequential one would pay the sum.
 
-Two yardsticks, each measured in the same run as the audit it is compared with, alternating:
+Yardsticks, each measured in the same run as the audit it is compared with, alternating:
 
 * the slowest list of the same run (the issue 15 target: wall <= 1.2x it). Bigger pages
   make that list faster, so this ratio rises when the audit gets faster: read it with the
   wall time;
+* the same audit of an empty cluster (same server, same latency, every kind listed, nothing
+  in it): the fixed cost (start-up, discovery, one round trip per list, rules and report on
+  nothing). `(wall - empty) / slowest` is what the cluster's size costs per slowest list;
 * `kubectl get services -A -o json` (kubectl's own paging, 500 a page), when kubectl is
   installed: what a user would otherwise run merely to list the biggest collection.
+
+Bytecode: an installed copy has its modules compiled (pip writes the `.pyc` files), but an
+editable checkout run with PYTHONDONTWRITEBYTECODE set compiles every module of the auditor on
+every start (about 0.1 s here: the first request at 0.39-0.41 s instead of 0.30-0.31 s). So the
+tree's `auditor` and `rules` are compiled first (`compileall`, into their `__pycache__`), unless
+--no-compile.
 
 Not a test: nothing here asserts.
 """
@@ -49,16 +62,18 @@ from tests.kubeapi import Fault, KubeApiServer, RequestRecord  # noqa: E402
 from tests.kubeapi.kubectl import find_kubectl  # noqa: E402
 
 
-def _per_resource(log: list[RequestRecord], latency: float) -> dict[str, float]:
-    """Listing time of each collection: from when its first page was asked (answer time minus the
-    injected latency) to when its last page was answered."""
+def _per_resource(log: list[RequestRecord]) -> dict[str, float]:
+    """Listing time of each collection: from when the server received its first page's request to
+    when its last page was answered. (Earlier rounds took the first page's answer time minus the
+    injected latency, which left out the time the server took to answer it: ~0.2 s for a first
+    page of 5,000 Services.)"""
     first: dict[str, float] = {}
     last: dict[str, float] = defaultdict(float)
     for record in log:
         if record.path.count("/") < 3 or record.path in ("/api/v1", "/apis"):
             continue
-        first.setdefault(record.path, record.at - latency)
-        last[record.path] = record.at
+        first[record.path] = min(first.get(record.path, record.received), record.received)
+        last[record.path] = max(last[record.path], record.at)
     return {path: last[path] - first[path] for path in first}
 
 
@@ -75,31 +90,73 @@ def _kubectl_seconds(kubectl: Path, config: Path, home: str) -> float:
 
 
 @dataclass
-class Run:
+class Audit:
+    """One `audit live` process against one server: its times on the monotonic clock, from the fork."""
+
     wall: float
-    slowest: float
-    kubectl: float | None
+    cpu: float
+    rss_mib: float
+    requests: int
+    first_request: float  # when the server received the first request
+    last_answer: float  # when the last answer was ready to send
+    per_resource: dict[str, float]
+    pages: dict[str, int]
 
 
-def _one_run(server: KubeApiServer, audit: list[str], latency: float, kubectl: Path | None, config: Path,
-             home: str, number: int) -> Run | None:
-    """One audit (and one kubectl listing after it), printed as a row."""
+def _audit(server: KubeApiServer, argv: list[str], cwd: Path) -> Audit | None:
     server.clear_requests()
-    sample, tail = run_once(audit, cwd=ROOT, timeout=600)
+    sample, tail = run_once(argv, cwd=cwd, timeout=600)
     if sample.returncode not in (0, 1, 3) or "Traceback" in tail:
         print(f"run failed (exit {sample.returncode}): {tail.strip()[-500:]}")
         return None
     made = server.requests
-    assert {r.method for r in made} == {"GET"}
-    per = _per_resource(made, latency)
-    slowest_path, slowest = max(per.items(), key=lambda kv: kv[1])
-    pages = sum(1 for r in made if r.path == slowest_path)
+    assert made and {r.method for r in made} == {"GET"}
+    pages: dict[str, int] = defaultdict(int)
+    for record in made:
+        pages[record.path] += 1
+    return Audit(sample.wall_s, sample.cpu_s, sample.rss_kib / 1024, len(made),
+                 min(r.received for r in made) - sample.started_at, max(r.at for r in made) - sample.started_at,
+                 _per_resource(made), dict(pages))
+
+
+@dataclass
+class Run:
+    full: Audit
+    empty: Audit
+    slowest: float
+    kubectl: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.full.wall / self.slowest
+
+    @property
+    def listing_ratio(self) -> float:
+        """(wall - fixed) / slowest: the audit's time beyond what an empty cluster costs, per slowest list."""
+        return (self.full.wall - self.empty.wall) / self.slowest
+
+
+HEADER = (f"{'run':>3} {'wall s':>6} {'cpu s':>5} {'req':>4} {'MiB':>6} {'1st req':>7} {'tail':>5} "
+          f"{'slowest list':>36} {'empty: wall':>11} {'cpu':>5} {'wall/slowest':>12} {'(wall-empty)/slowest':>20} "
+          f"{'kubectl s':>9}")
+
+
+def _one_run(servers: tuple[KubeApiServer, KubeApiServer], audits: tuple[list[str], list[str]], cwd: Path,
+             kubectl: Path | None, config: Path, home: str, number: int) -> Run | None:
+    """One audit of the cluster, one of the empty cluster (the fixed cost), one kubectl listing; a row."""
+    full = _audit(servers[0], audits[0], cwd)
+    empty = _audit(servers[1], audits[1], cwd) if full else None
+    if full is None or empty is None:
+        return None
+    slowest_path, slowest = max(full.per_resource.items(), key=lambda kv: kv[1])
     kubectl_s = _kubectl_seconds(kubectl, config, home) if kubectl else None
-    versus = f"{kubectl_s:>9.2f} {sample.wall_s / kubectl_s:>11.2f}x" if kubectl_s else ""
-    where = f"{slowest:.2f} s {slowest_path} ({pages} pages)"
-    print(f"{number:>4} {sample.returncode:>4} {sample.wall_s:>7.2f} {len(made):>8} {sample.rss_kib / 1024:>8.1f} "
-          f"{where:>36} {sample.wall_s / slowest:>11.2f}x {versus}")
-    return Run(sample.wall_s, slowest, kubectl_s)
+    run = Run(full, empty, slowest, kubectl_s)
+    where = f"{slowest:.2f} s {slowest_path} ({full.pages[slowest_path]} pages)"
+    print(f"{number:>3} {full.wall:>6.2f} {full.cpu:>5.2f} {full.requests:>4} {full.rss_mib:>6.1f} "
+          f"{full.first_request:>7.3f} {full.wall - full.last_answer:>5.2f} {where:>36} {empty.wall:>11.2f} "
+          f"{empty.cpu:>5.2f} {run.ratio:>11.2f}x {run.listing_ratio:>19.2f}x "
+          f"{f'{kubectl_s:.2f}' if kubectl_s else '':>9}")
+    return run
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -111,37 +168,73 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--audit-arg", action="append", default=[], help="an extra `audit live` argument")
     parser.add_argument("--no-kubectl", action="store_true", help="skip the kubectl yardstick")
+    parser.add_argument("--tree", type=Path, default=ROOT,
+                        help="the checkout whose auditor is measured (its .venv's python if it has one), "
+                             "e.g. a worktree of main, to compare in the same run (default: this one)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="measure without first writing the tree's bytecode (see the module docstring)")
     return parser.parse_args(argv)
+
+
+def _interpreter(tree: Path) -> str:
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
+def _compile(python: str, tree: Path) -> None:
+    """Write the bytecode of the tree's packages, as `pip install` does for an installed copy."""
+    subprocess.run([python, "-m", "compileall", "-q", "auditor", "rules"], cwd=tree, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def _summary(runs: list[Run]) -> str:
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    line = (f"median: wall {median([r.full.wall for r in runs]):.2f} s "
+            f"(cpu {median([r.full.cpu for r in runs]):.2f} s, "
+            f"first request at {median([r.full.first_request for r in runs]):.3f} s, tail "
+            f"{median([r.full.wall - r.full.last_answer for r in runs]):.2f} s), slowest list "
+            f"{median([r.slowest for r in runs]):.2f} s, empty cluster {median([r.empty.wall for r in runs]):.2f} s "
+            f"(cpu {median([r.empty.cpu for r in runs]):.2f} s); wall/slowest {median([r.ratio for r in runs]):.2f}x, "
+            f"(wall-empty)/slowest {median([r.listing_ratio for r in runs]):.2f}x")
+    if all(r.kubectl for r in runs):
+        line += f", wall/kubectl get services {median([r.full.wall / (r.kubectl or 1) for r in runs]):.2f}x"
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    tree = args.tree.resolve()
+    python = _interpreter(tree)
+    if not args.no_compile:
+        _compile(python, tree)
     items = build_services(args.services, args.namespaces, args.seed, with_namespaces=True)
     kinds: dict[str, int] = defaultdict(int)
     for item in items:
         kinds[item["kind"]] += 1
     kubectl = None if args.no_kubectl else (find_kubectl("1.32") or _on_path("kubectl"))
     print(f"cluster: {dict(kinds)}; latency {args.latency * 1000:.0f} ms per request; audit arguments: "
-          f"{' '.join(args.audit_arg) or '(defaults)'}; load average {os.getloadavg()[0]:.2f} on "
-          f"{os.cpu_count()} CPUs")
+          f"{' '.join(args.audit_arg) or '(defaults)'}; tree {tree}; bytecode "
+          f"{'as found' if args.no_compile else 'written first'}"
+          f"{' (PYTHONDONTWRITEBYTECODE set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else ''}; "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     runs: list[Run] = []
-    with KubeApiServer(items, faults=[Fault.slow(args.latency, times=None)]) as server, \
+    faults = [Fault.slow(args.latency, times=None)]
+    with KubeApiServer(items, faults=faults) as server, KubeApiServer([], faults=list(faults)) as empty, \
             tempfile.TemporaryDirectory(prefix="audit-live-bench-") as tmp:
         config = server.write_kubeconfig(Path(tmp) / "kubeconfig")
-        audit = [sys.executable, "-m", "auditor", "live", "--kubeconfig", str(config), "--format", "json",
-                 *args.audit_arg]
-        print(f"{'run':>4} {'exit':>4} {'wall s':>7} {'requests':>8} {'peak MiB':>8} {'slowest list':>36} "
-              f"{'wall/slowest':>12} {'kubectl s':>9} {'wall/kubectl':>12}")
+        empty_config = empty.write_kubeconfig(Path(tmp) / "kubeconfig-empty")
+        audits = tuple([python, "-m", "auditor", "live", "--kubeconfig", str(path), "--format", "json",
+                        *args.audit_arg] for path in (config, empty_config))
+        print(HEADER)
         for rep in range(args.reps):
-            run = _one_run(server, audit, args.latency, kubectl, config, tmp, rep + 1)
+            run = _one_run((server, empty), (audits[0], audits[1]), tree, kubectl, config, tmp, rep + 1)
             if run is None:
                 return 1
             runs.append(run)
-    line = (f"median: wall {statistics.median(r.wall for r in runs):.2f} s, wall/slowest list "
-            f"{statistics.median(r.wall / r.slowest for r in runs):.2f}x")
-    if all(r.kubectl for r in runs):
-        line += f", wall/kubectl get services {statistics.median(r.wall / (r.kubectl or 1) for r in runs):.2f}x"
-    print(line)
+    print(_summary(runs))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 

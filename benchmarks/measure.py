@@ -56,6 +56,8 @@ class Sample:
     wall_s: float
     rss_kib: int
     returncode: int
+    cpu_s: float = 0.0  # the child's user + system CPU seconds (rusage from os.wait4)
+    started_at: float = 0.0  # time.monotonic() just before the fork (the clock is system-wide)
 
 
 @dataclass
@@ -97,6 +99,7 @@ _LAUNCHER = (
     "fd = int(sys.argv[1])\n"
     "os.set_inheritable(fd, False)\n"
     "t0 = time.perf_counter()\n"
+    "m0 = time.monotonic()\n"
     "pid = os.fork()\n"
     "if pid == 0:\n"
     "    try:\n"
@@ -106,7 +109,8 @@ _LAUNCHER = (
     "    os._exit(127)\n"
     "_, status, ru = os.wait4(pid, 0)\n"
     "wall = time.perf_counter() - t0\n"
-    "os.write(fd, f'{wall!r} {ru.ru_maxrss} {os.waitstatus_to_exitcode(status)}'.encode())\n"
+    "cpu = ru.ru_utime + ru.ru_stime\n"
+    "os.write(fd, f'{wall!r} {ru.ru_maxrss} {os.waitstatus_to_exitcode(status)} {cpu!r} {m0!r}'.encode())\n"
 )
 
 
@@ -134,8 +138,8 @@ def run_once(argv: list[str], cwd: Path | None = None, timeout: float | None = N
         tail = err.read()[-4000:].decode("utf-8", "replace")
     if not report:  # launcher killed (timeout) before reporting
         return Sample(float(timeout or 0), 0, -signal.SIGKILL), tail or "killed (timeout)"
-    wall, rss, rc = report.split()
-    return Sample(float(wall), int(rss), int(rc)), tail
+    wall, rss, rc, cpu, started = report.split()
+    return Sample(float(wall), int(rss), int(rc), float(cpu), float(started)), tail
 
 
 def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None, timeout: float | None = None,

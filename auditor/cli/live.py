@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, collector_paused, evaluate, prepare, report
+from auditor.cli.common import AuditOptions, Prepared, audit_options, collector_paused, evaluate, prepare, report
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from auditor.sources.live.target import Target
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+Result = TypeVar("Result")
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -205,6 +206,9 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
     Kubernetes version and the cluster's fingerprint.
     """
     options.require_complete = True
+    guess = None if cluster.all_contexts or len(cluster.contexts) > 1 else indexed_kinds(options)
+    if guess is not None:
+        ctx.exit(_audit_one_cluster(cluster, options, guess))
     prepared = prepare(options)
     # The collector off from the first page on, as for offline input (collector_paused): decoding the
     # pages and building the objects make no cycles worth its passes (~10 % of a 10k-Service read).
@@ -212,6 +216,79 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
         result = audit_clusters(cluster, prepared, options)
         code = report(result, prepared, options)
     ctx.exit(code)
+
+
+def indexed_kinds(options: AuditOptions) -> list[str] | None:
+    """The kinds the selected rules read as rules/index.json lists them (without importing a rule),
+    or None when the selection names a rule the index does not hold (a plugin's, or a typo)."""
+    import json
+    import os
+
+    import auditor_rules
+
+    # The file registry.builtin_index reads (importing the registry imports the rule machinery).
+    with open(os.path.join(os.path.dirname(os.path.abspath(auditor_rules.__file__)), "index.json"),
+              encoding="utf-8") as file:
+        entries: list[dict[str, Any]] = json.load(file)
+    known = {entry["id"] for entry in entries}
+    if not known.issuperset((*options.only_rules, *options.skip_rules)):
+        return None
+    keep = (set(options.only_rules) or known) - set(options.skip_rules)
+    return sorted({gk for entry in entries if entry["id"] in keep for gk in entry["reads"]})
+
+
+def _first_prepare_error(step: Callable[[], Result], options: AuditOptions) -> Result:
+    """`step`, and when it fails, the error `prepare` finds if there is one (it comes first when
+    prepare runs first), else the step's own."""
+    try:
+        return step()
+    except (AuditError, click.ClickException):
+        prepare(options)
+        raise
+
+
+def _audit_one_cluster(cluster: ClusterOptions, options: AuditOptions, guess: list[str]) -> int:
+    """`audit live` of one cluster, its reading begun before the rules are loaded (issue 15).
+
+    The rules' imports are most of the start-up besides the `kubernetes` client's, and need nothing
+    from the cluster: `prepare` (rules, plugins, exceptions, posture, baseline, every check it
+    makes) runs while the first answers are awaited. Which lists start first is chosen by `guess`
+    (rules/index.json); what is read is the kinds of the rules `prepare` selected, whatever the
+    guess (`ClusterReader.read`). The cluster is contacted before a configuration error is found,
+    but the error reported is the one reported when `prepare` came first.
+    """
+    from auditor.cli.common import _load_posture
+    from auditor.sources.live.progress import Progress
+    from auditor.sources.live.reader import read_cluster
+
+    posture_config = _first_prepare_error(lambda: _load_posture(options), options)  # for the target guard
+    targets = _first_prepare_error(lambda: _targets(cluster, posture_config), options)
+    box: dict[str, Prepared] = {}
+
+    def meanwhile() -> list[str]:
+        box["prepared"] = prepared = prepare(options)
+        _warm_up(options)
+        return kinds_for(prepared.rule_set)
+
+    progress = Progress()
+    with collector_paused():  # (see `live`)
+        try:
+            result = read_cluster(targets[0], guess, _read_options(cluster), progress, meanwhile=meanwhile)
+        finally:
+            progress.close()
+        prepared = box["prepared"]
+        return report(evaluate(result.snapshot, prepared, options), prepared, options)
+
+
+def _warm_up(options: AuditOptions) -> None:
+    """Import what judging and reporting the read will need (the engine, each report's renderer),
+    while the cluster's answers are awaited rather than after the last one (issue 15)."""
+    from auditor import engine  # noqa: F401  (imported for its cost, not its name)
+    from auditor.report import FORMATS, renderer
+
+    for name in dict.fromkeys([options.output_format, *options.output_files]):
+        if name in FORMATS:  # (`audit exposure` and `audit trace` have formats of their own)
+            renderer(name)
 
 
 def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions, extra_kinds: tuple[str, ...] = (),
@@ -230,7 +307,7 @@ def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions
         from auditor.sources.live.reader import read_cluster
 
         try:
-            result = read_cluster(targets[0], gks, read_options, progress)
+            result = read_cluster(targets[0], gks, read_options, progress, meanwhile=lambda: _warm_up(options))
         finally:
             progress.close()
         return evaluate(result.snapshot, prepared, options)

@@ -141,6 +141,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
             self.app.leave_request()
 
     def _handle_request(self) -> None:
+        received = time.monotonic()
         self._fired = ()
         self._answer_fault = None
         split = urlsplit(self.path)
@@ -178,7 +179,7 @@ class KubeApiHandler(BaseHTTPRequestHandler):
         # the request in the log (recording after would race with it).
         self.app.log.record(self.command, path, query, resp.status,
                             self.headers.get("User-Agent", ""), self.headers.get("Accept", ""),
-                            user_name, self._fired)
+                            user_name, self._fired, received)
         self._send(resp)
 
     def _headers(self, resp: Response, length: int | None) -> None:

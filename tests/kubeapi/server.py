@@ -61,6 +61,7 @@ class RequestRecord:
     user: str | None  # None when authentication failed
     faults: tuple[str, ...] = ()  # kinds of the faults that fired on it
     at: float = 0.0  # time.monotonic() when it was answered (recorded just before the answer is sent)
+    received: float = 0.0  # time.monotonic() when its request line and headers had been read
 
     def param(self, name: str) -> str | None:
         vals = self.query.get(name)
@@ -75,9 +76,10 @@ class RequestLog:
         self._records: list[RequestRecord] = []
 
     def record(self, method: str, path: str, query: Mapping[str, list[str]], status: int,
-               user_agent: str, accept: str, user: str | None, faults: tuple[str, ...]) -> None:
+               user_agent: str, accept: str, user: str | None, faults: tuple[str, ...],
+               received: float = 0.0) -> None:
         rec = RequestRecord(method, path, MappingProxyType({k: tuple(v) for k, v in query.items()}),
-                            status, user_agent, accept, user, faults, time.monotonic())
+                            status, user_agent, accept, user, faults, time.monotonic(), received)
         with self._lock:
             self._records.append(rec)
 

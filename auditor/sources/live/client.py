@@ -67,6 +67,9 @@ _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # The bytes that are not brackets or quotes: what the depth pre-check deletes.
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
+# ... and its first pass when the answer holds escapes: all but those, the backslashes, and every
+# byte that can follow a backslash in a JSON escape (RFC 8259, section 7).
+_NOT_STRUCTURE_OR_ESCAPE = bytes(b for b in range(256) if b not in b'{}[]"\\/bfnrtu')
 _STRING = re.compile(rb'"[^"]*"')
 
 
@@ -224,6 +227,11 @@ class _Deadline:
             if self._connection is not None:
                 _shut_down(self._connection)
 
+    def expire(self) -> None:
+        """End the attempt now (its client was closed), as if its time were up."""
+        self._timer.cancel()
+        self._expire()
+
 
 def _shut_down(connection: Any) -> None:
     sock = getattr(connection, "sock", None)
@@ -241,6 +249,13 @@ def _attach(connection: Any) -> None:
     deadline = getattr(_current, "deadline", None)
     if deadline is not None:
         deadline.attach(connection)
+
+
+def _notify_sent() -> None:
+    """The running attempt's request is written: wake whoever waits for it (`Client.get`'s `sent`)."""
+    sent = getattr(_current, "sent", None)
+    if sent is not None:
+        sent.set()
 
 
 @dataclass(frozen=True)
@@ -267,6 +282,7 @@ def _watched_pool_classes() -> _PoolClasses:
             def request(self, *args: Any, **kwargs: Any) -> None:
                 _attach(self)
                 super().request(*args, **kwargs)
+                _notify_sent()
 
         class WatchedHTTPSConnection(uc.HTTPSConnection):
             def connect(self) -> None:
@@ -276,6 +292,7 @@ def _watched_pool_classes() -> _PoolClasses:
             def request(self, *args: Any, **kwargs: Any) -> None:
                 _attach(self)
                 super().request(*args, **kwargs)
+                _notify_sent()
 
         class WatchedHTTPConnectionPool(up.HTTPConnectionPool):
             ConnectionCls = WatchedHTTPConnection
@@ -290,19 +307,34 @@ def _watched_pool_classes() -> _PoolClasses:
 # --- answers ---------------------------------------------------------------------------------
 
 
-def _maybe_deeper_than_half(body: bytes, limit: int) -> bool:
+def _escapes_kept(body: bytes) -> bytes | None:
+    """`body` without the bytes that are neither structure nor part of an escape (None: it has no escape).
+
+    Every escape of valid JSON is a backslash and one of `"\\/bfnrtu` (`\\uXXXX` keeps its `u`),
+    so each escape's two bytes stay side by side and its backslash begins it as in `body`:
+    backslashes brought together by the deletion follow an even run (escaped backslashes, which
+    pair up alike), never an odd one (whose escaped byte is kept between). Removing the `\\\\` and
+    `\\"` pairs from this removes exactly those of `body`, over a fraction of its bytes
+    (tests/test_live_depth_check.py).
+    """
+    return body.translate(None, _NOT_STRUCTURE_OR_ESCAPE) if b"\\" in body else None
+
+
+def _maybe_deeper_than_half(body: bytes, limit: int, escapes: bytes | None = None) -> bool:
     """False when the (valid) JSON `body` surely nests at most `limit` levels, in C-speed passes.
 
-    Escaped backslashes and quotes are removed, then everything but brackets and
-    quotes, then the strings (empty ones first, by a plain replace: two adjacent
-    quotes are always an empty string or the end of one string and the start of
-    the next, so removing them keeps every bracket inside or outside its string).
+    Escaped backslashes and quotes are removed (from `escapes`, `_escapes_kept(body)`, when
+    given), then everything but brackets and quotes, then the strings (empty ones first, by a
+    plain replace: two adjacent quotes are always an empty string or the end of one string and
+    the start of the next, so removing them keeps every bracket inside or outside its string).
     What is left is the bracket structure alone. Each pass deleting the empty
     `{}` and `[]` pairs peels at least one and at most two levels, so a structure
     gone within `limit // 2` passes nests at most `limit` levels. Only what
     survives them (an answer more than `limit // 2` deep) pays for the exact walk.
     """
-    if b"\\" in body:
+    if escapes is not None:
+        body = escapes.replace(b"\\\\", b"").replace(b'\\"', b"")
+    elif b"\\" in body:
         body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     structure = body.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     if b'"' in structure:
@@ -360,9 +392,12 @@ def parse_answer(body: bytes, checked: bool = True) -> Any:
 
 def check_answer(body: bytes, document: Any, path: str) -> None:
     """Refuse an answer nested deeper than `MAX_DEPTH` or holding a lone surrogate (`UnusableAnswer`)."""
-    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH) else None
-    # Substring tests first (C speed); the regex and the walk only when one could be there.
-    if problem is None and (b"\\u" in body or b"\xed" in body) and _MAYBE_SURROGATE.search(body):
+    escapes = _escapes_kept(body)
+    problem = _depth_problem(document) if _maybe_deeper_than_half(body, MAX_DEPTH, escapes) else None
+    # Substring tests first (C speed; a `\\u` escape keeps its two bytes in `escapes`); the regex
+    # and the walk only when one could be there.
+    if problem is None and ((escapes is not None and b"\\u" in escapes) or b"\xed" in body) \
+            and _MAYBE_SURROGATE.search(body):
         problem = _surrogate_problem(document)
     if problem is not None:
         raise _Unusable(problem) if not path else UnusableAnswer(path, problem)
@@ -392,10 +427,20 @@ class Client:
         self.policy = policy
         self._sleep = sleep
         self._rand = rand
+        # Closed (`close`): no attempt starts, no backoff is waited out, and the attempts running are
+        # cut short (their deadlines expired): a read that failed (a configuration error found while
+        # its first lists were in flight, the cluster unreachable) does not wait for retries nobody reads.
+        self._closed = threading.Event()
+        self._running: set[_Deadline] = set()
         self._lock = threading.Lock()
         self.requests_made = 0
 
     def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            running = list(self._running)
+        for deadline in running:
+            deadline.expire()
         with contextlib.suppress(Exception):  # closing must never mask the audit's outcome
             self.api.rest_client.close()
 
@@ -420,16 +465,23 @@ class Client:
                 raise UnusableAnswer(path, f"over the {_size(limit)} limit (--max-response-size); "
                                            "the rest was not read")
 
-    def _once(self, path: str, query: list[tuple[str, str]], accept: str) -> Answer:
+    def _once(self, path: str, query: list[tuple[str, str]], accept: str,
+              sent: threading.Event | None = None) -> Answer:
         from kubernetes.client.exceptions import ApiException
 
         method, url, headers, _, _ = self.api.param_serialize(
             "GET", path, query_params=list(query), header_params={"Accept": accept}, auth_settings=["BearerToken"],
         )
+        if self._closed.is_set():
+            raise TransportFailure(path, "not sent: the read was abandoned", retryable=False)
         with self._lock:
             self.requests_made += 1
         deadline = _Deadline(self.policy.timeout) if self.policy.timeout else None
+        if deadline is not None:
+            with self._lock:
+                self._running.add(deadline)
         _current.deadline = deadline
+        _current.sent = sent
         if deadline is not None:
             deadline.start()
         raw = None
@@ -453,9 +505,13 @@ class Client:
             detail, retryable = _describe_transport(error)
             raise TransportFailure(path, detail, retryable) from None
         finally:
-            _current.deadline = None
+            _current.deadline = _current.sent = None
+            if sent is not None:
+                sent.set()  # not sent after all (it failed first): the waiter need not wait longer
             if deadline is not None:
                 deadline.cancel()
+                with self._lock:
+                    self._running.discard(deadline)
             if raw is not None:
                 self._finish(raw, complete)
 
@@ -474,40 +530,50 @@ class Client:
         except Exception:
             pass
 
-    def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON) -> Answer:
-        """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx."""
+    def _pause(self, seconds: float) -> None:
+        """A backoff: the injected `sleep` (tests), else a wait that `close` cuts short."""
+        if self._sleep is time.sleep:
+            self._closed.wait(seconds)
+        else:
+            self._sleep(seconds)
+
+    def get(self, path: str, query: list[tuple[str, str]] | None = None, accept: str = JSON,
+            sent: threading.Event | None = None) -> Answer:
+        """One GET with bounded retries; raises `ApiFailure` unless the answer is 2xx. `sent`, when
+        given, is set once the first attempt's request is written (or has failed before it was)."""
         query = query or []
         attempt = 0
         while True:
             attempt += 1
             try:
-                answer = self._once(path, query, accept)
+                answer = self._once(path, query, accept, sent if attempt == 1 else None)
             except TransportFailure as failure:
                 if not failure.retryable or attempt > self.policy.max_retries:
                     failure.attempts = attempt
                     raise
-                self._sleep(self.policy.backoff(attempt, self._rand))
+                self._pause(self.policy.backoff(attempt, self._rand))
                 continue
             if 200 <= answer.status < 300:
                 return answer
             if answer.status in RETRIED_STATUSES and attempt <= self.policy.max_retries:
                 wait = _retry_after(answer.headers) if answer.status in (429, 503) else None
                 if wait is not None:
-                    self._sleep(min(wait, self.policy.retry_after_cap))
+                    self._pause(min(wait, self.policy.retry_after_cap))
                 else:
-                    self._sleep(self.policy.backoff(attempt, self._rand))
+                    self._pause(self.policy.backoff(attempt, self._rand))
                 continue
             raise ApiFailure(path, answer.status, _status_message(answer.body), attempt)
 
     def get_json(self, path: str, query: list[tuple[str, str]] | None = None,
-                 accept: str = JSON, checked: bool = True) -> tuple[Any, Answer]:
+                 accept: str = JSON, checked: bool = True, first: Answer | None = None) -> tuple[Any, Answer]:
         """`get`, parsed. A 2xx body that is not JSON counts as a truncated answer and is retried;
         one that is JSON but unusable (too deep, not text) is not. `checked=False` leaves the
-        depth and text checks to the caller (`check_answer`), to run them off the critical path."""
+        depth and text checks to the caller (`check_answer`), to run them off the critical path.
+        `first`: the answer of the first attempt, already fetched (`get`) by the caller."""
         attempts = 0
         while True:
             attempts += 1
-            answer = self.get(path, query, accept)
+            answer = first if first is not None and attempts == 1 else self.get(path, query, accept)
             try:
                 return parse_answer(answer.body, checked), answer
             except _Unusable as problem:
@@ -515,4 +581,4 @@ class Client:
             except ValueError:
                 if attempts > self.policy.max_retries:
                     raise UnusableAnswer(path, "not valid JSON", attempts) from None
-                self._sleep(self.policy.backoff(attempts, self._rand))
+                self._pause(self.policy.backoff(attempts, self._rand))

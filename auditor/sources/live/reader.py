@@ -4,19 +4,24 @@ Steps (docs/live.md), each a method of `ClusterReader`:
 
 1. `_contact`: `GET /version` (the cluster answers at all, else
    `ClusterError`, exit 3), with the two discovery roots (`/api`, `/apis`)
-   asked at the same time.
+   and the early lists asked at the same time: the first of the kinds that
+   are usually the biggest, at the built-in resource every release serves
+   them at (`KNOWN_RESOURCES`, `concurrency` minus `DISCOVERY_WORKERS` of them).
 2. `_plan`: discovery (`discovery.py`) gives the resource, scope and
    preferred version of every group-kind the rules read; each kind is either
    planned for listing or ends here as `not-served` or `failed`.
 3. `_start`: every planned kind is listed cluster-wide, concurrently (a
    thread pool of `concurrency` workers), the kinds that are usually the
-   biggest first, each in pages (`limit`/`continue`): the first page holds
-   `chunk_size` objects, later ones are sized to the collection
-   (`_next_limit`). Lists are bounded: at most `max_pages` pages, a continue
-   token seen twice ends the list, and every answer is bounded in time and
-   size (`client.py`). A continue token that expired (410 Gone) restarts the
-   list from scratch; after `max_relists - 1` expirations the last re-list is
-   unpaginated, which cannot expire. The CRDs the rules need are read by name.
+   biggest first (an early list is kept when discovery named the very
+   resource it lists, else left unused), each in pages (`limit`/`continue`):
+   the first page holds `chunk_size` objects, later ones are sized to the
+   collection (`_next_limit`), each asked for from the previous page's head,
+   before that page is parsed (`list_head`, `_list_once`). Lists are bounded:
+   at most `max_pages` pages, a continue token seen twice ends the list, and
+   every answer is bounded in time and size (`client.py`). A continue token
+   that expired (410 Gone) restarts the list from scratch; after
+   `max_relists - 1` expirations the last re-list is unpaginated, which cannot
+   expire. The CRDs the rules need are read by name.
 4. `_collect`: each kind ends with a coverage state: `listed`
    (authoritative, possibly empty), `not-served` (discovery does not know the
    kind: its CRD is not installed, so there are none) or `failed`
@@ -44,8 +49,10 @@ so a CRD that serves no version is not read.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +62,7 @@ from auditor.errors import ClusterError
 from auditor.model import K8sObject, Source
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 from auditor.sources.live.client import (
+    Answer,
     ApiFailure,
     Client,
     RetryPolicy,
@@ -95,6 +103,30 @@ LIKELY_LARGEST = (kinds.POD, kinds.REPLICASET, kinds.SECRET, kinds.CONFIGMAP, ki
 # A later page aims at this share of --max-response-size, from the bytes per
 # object the pages so far took: well inside the limit when objects vary.
 PAGE_BYTES_SHARE = 4
+
+
+def _builtin(group: str, plural: str, kind: str, namespaced: bool = True) -> ApiResource:
+    return ApiResource(group, "v1", plural, kind, namespaced, ("list",))
+
+
+# The likely largest built-in kinds' resources: v1 under these names in every Kubernetes release
+# this reads (their last other versions, extensions/v1beta1 and apps/v1beta1, v1beta2 Deployments,
+# ReplicaSets and NetworkPolicies, and rbac.authorization.k8s.io/v1beta1, stopped being served in
+# 1.16 and 1.22: https://kubernetes.io/docs/reference/using-api/deprecation-guide/). The first of
+# them are listed before discovery has answered (`_start_early`), and kept only when discovery
+# names the very same resource (kubectl, similarly, lists from its cached discovery).
+KNOWN_RESOURCES = {resource.gk: resource for resource in (
+    _builtin("", "pods", "Pod"), _builtin("apps", "replicasets", "ReplicaSet"), _builtin("", "secrets", "Secret"),
+    _builtin("", "configmaps", "ConfigMap"), _builtin("", "services", "Service"),
+    _builtin("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    _builtin("", "serviceaccounts", "ServiceAccount"), _builtin("", "namespaces", "Namespace", namespaced=False),
+    _builtin("batch", "jobs", "Job"), _builtin("apps", "deployments", "Deployment"),
+    _builtin("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
+    _builtin("rbac.authorization.k8s.io", "roles", "Role"), _builtin("", "nodes", "Node", namespaced=False),
+)}
+# Workers left to /version, the discovery roots and legacy discovery's group requests while the
+# early lists run: discovery never waits behind a list.
+DISCOVERY_WORKERS = 3
 
 
 @dataclass(frozen=True)
@@ -215,7 +247,72 @@ class _Page:
     remaining: int | None
     count: int
     body_bytes: int
-    objects: Future[list[dict[str, Any]]]
+    objects: Future[list[K8sObject]]
+
+
+@dataclass(frozen=True)
+class _Head:
+    """A List's `metadata.continue` and `remainingItemCount`, read from the bytes before its items."""
+
+    token: str | None
+    remaining: int | None
+
+
+@dataclass
+class _Early:
+    """The next page's request, sent from a page's head before the page was parsed."""
+
+    query: list[tuple[str, str]]
+    answer: Future[Answer]
+
+
+_ITEMS = b'"items"'
+# The head of a List (kind, apiVersion, metadata) is a few hundred bytes; past this, no head is looked for.
+HEAD_BYTES = 64 * 1024
+
+
+def list_head(body: bytes) -> _Head | None:
+    """The continue token and remaining count of a List, from the members before its `items`, or None.
+
+    The API server writes a built-in kind's List `metadata` first and `items` last (Go's
+    encoding/json writes a struct's fields in their order, and every list type declares
+    `TypeMeta`, `ListMeta` then `Items`, e.g. `ServiceList` in
+    https://github.com/kubernetes/api/blob/master/core/v1/types.go), so the next page can be
+    asked for before the page itself is parsed. (A custom resource's List may come with its keys
+    sorted, `items` before `metadata`: then there is no head, and nothing is asked early.)
+
+    The bytes up to the first `"items"` are closed with `"items":null}` and parsed: that is a
+    JSON object only when the cut fell between two members of the top-level object. Anything
+    else (no `"items"` near the start, metadata after the items, a cut inside a string or a
+    nested object, bytes that are not UTF-8) is None, and the page is parsed first as before.
+    What this returns is a guess to be confirmed: the caller compares it with the parsed
+    document (a duplicate key, for one, keeps its last value).
+    """
+    cut = body.find(_ITEMS, 0, HEAD_BYTES)
+    if cut < 0:
+        return None
+    try:
+        head = json.loads(body[:cut] + b'"items":null}')
+    except (ValueError, RecursionError):
+        return None
+    metadata = head.get("metadata") if isinstance(head, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    return _Head(*_continuation(metadata))
+
+
+def _abandon(early: _Early | None) -> None:
+    """Leave an early request to itself: cancelled if not started, its answer (or failure) never used."""
+    if early is not None:
+        early.answer.cancel()
+
+
+def _continuation(metadata: Any) -> tuple[str | None, int | None]:
+    """(continue token, remainingItemCount) of a List's metadata, each None when absent or unusable."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+    return (token if isinstance(token, str) and token else None,
+            remaining if isinstance(remaining, int) and remaining >= 0 else None)
 
 
 @dataclass
@@ -232,10 +329,31 @@ class _Plan:
 @dataclass
 class _Listed:
     gk: str
-    objects: list[dict[str, Any]] | None
+    objects: list[K8sObject] | None
     problem: str | None
+    seconds: float = 0.0
 
 
+@dataclass
+class _EarlyList:
+    """A list started before discovery answered, at the resource `KNOWN_RESOURCES` names."""
+
+    resource: ApiResource
+    listed: Future[_Listed]
+    unused: threading.Event  # set when discovery did not confirm it: it stops before its next page
+
+    def abandon(self) -> None:
+        self.unused.set()
+        self.listed.cancel()
+
+
+def _same_resource(a: ApiResource, b: ApiResource) -> bool:
+    """Whether listing `a` is listing `b`: the same request, and the same kind and apiVersion asked for."""
+    return (a.group, a.version, a.plural, a.kind) == (b.group, b.version, b.plural, b.kind)
+
+
+# What `ClusterReader.read` runs while the first answers are awaited: None, or the kinds to read.
+Meanwhile = Callable[[], "Iterable[str] | None"]
 # A CRD read by name: the CRD (None when it is gone), or why it could not be read.
 _Got = tuple["dict[str, Any] | None", "str | None"]
 
@@ -254,15 +372,35 @@ class ClusterReader:
         self.options = options
         self.progress = progress or Progress(enabled=False)
         self.client = Client(target.configuration, options.policy, sleep=sleep)
+        self.source = cluster_source(target)
+        self._abandoned = threading.Event()  # the read failed: every list stops before its next page
         self.seconds: dict[str, float] = {}
         # Checks pages while their lists fetch the next one (CPU work: one thread is enough).
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-check-{target.context}")
+        # Sends a list's next request while its lister parses the page (`_ask_early`): at most one
+        # for each list in flight, and as many again for requests abandoned while still running.
+        self._fetcher = ThreadPoolExecutor(max_workers=2 * max(1, options.concurrency),
+                                           thread_name_prefix=f"audit-next-{target.context}")
 
     # -- 1. the cluster itself --------------------------------------------------------
-    def _contact(self, pool: ThreadPoolExecutor) -> tuple[str, list[Future[RootAnswer]]]:
-        """The server's version; the discovery roots are asked meanwhile."""
+    def _contact(self, pool: ThreadPoolExecutor) -> tuple[Future[str], list[Future[RootAnswer]], dict[str, _EarlyList]]:
+        """The server's version, the discovery roots and the early lists, all asked at once (every
+        request from the pool: no more than `concurrency` are ever in flight)."""
         roots = fetch_roots(self.client, pool)
-        return self._server_version(), roots
+        version = pool.submit(self._server_version)
+        return version, roots, self._start_early(pool)
+
+    def _start_early(self, pool: ThreadPoolExecutor) -> dict[str, _EarlyList]:
+        """The likely largest built-in kinds' lists, started before discovery has answered (as many
+        as leave `DISCOVERY_WORKERS` to discovery); `_start` keeps those discovery confirms."""
+        room = max(0, self.options.concurrency - DISCOVERY_WORKERS)
+        early = [gk for gk in LIKELY_LARGEST if gk in KNOWN_RESOURCES and gk in self.gks][:room]
+        started = {}
+        for gk in early:
+            unused = threading.Event()
+            listed = pool.submit(self._list_kind, gk, KNOWN_RESOURCES[gk], unused)
+            started[gk] = _EarlyList(KNOWN_RESOURCES[gk], listed, unused)
+        return started
 
     def _server_version(self) -> str:
         where = f"cluster {self.target.context} ({self.target.server})"
@@ -330,43 +468,65 @@ class ClusterReader:
         return sorted(names), None
 
     # -- 3. listing ----------------------------------------------------------------------
-    def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool) -> _Page:
+    def _page(self, resource: ApiResource, query: list[tuple[str, str]], metadata_only: bool,
+              early: _Early | None, ahead: Callable[[_Head, int], list[tuple[str, str]] | None]
+              ) -> tuple[_Page, _Early | None]:
+        """One page: its answer (the early request's, when that asked exactly `query`), the next
+        page's request sent from its head when `ahead` says which (before this one is parsed),
+        then the page parsed, its checks and objects left to the checker."""
         accept = PARTIAL_METADATA_ACCEPT if metadata_only else "application/json"
         path = resource.collection_path
-        document, answer = self.client.get_json(path, query, accept, checked=False)
-        metadata = document.get("metadata") if isinstance(document, dict) else None
-        metadata = metadata if isinstance(metadata, dict) else {}
-        token, remaining = metadata.get("continue"), metadata.get("remainingItemCount")
+        answer = early.answer.result() if early is not None and early.query == query else \
+            self.client.get(path, query, accept)
+        head = list_head(answer.body)
+        next_query = ahead(head, len(answer.body)) if head is not None else None
+        sent_early = self._ask_early(path, next_query, accept) if next_query is not None else None
+        try:
+            document, answer = self.client.get_json(path, query, accept, checked=False, first=answer)
+        except BaseException:
+            _abandon(sent_early)
+            raise
+        token, remaining = _continuation(document.get("metadata") if isinstance(document, dict) else None)
         items = document.get("items") if isinstance(document, dict) else None
-        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only)
-        return _Page(token if isinstance(token, str) and token else None,
-                     remaining if isinstance(remaining, int) and remaining >= 0 else None,
-                     len(items) if isinstance(items, list) else 0, len(answer.body), objects)
+        objects = self._checker.submit(self._checked_objects, answer.body, document, resource, metadata_only,
+                                       self.source)
+        return _Page(token, remaining, len(items) if isinstance(items, list) else 0, len(answer.body),
+                     objects), sent_early
+
+    def _ask_early(self, path: str, query: list[tuple[str, str]], accept: str) -> _Early:
+        """Send `query`'s request from another thread, and return once it is written: parsing the
+        page holds the interpreter's lock for tens of milliseconds, which would hold it back."""
+        sent = threading.Event()
+        answer = self._fetcher.submit(self.client.get, path, query, accept, sent)
+        answer.add_done_callback(lambda _: sent.set())  # failed or cancelled before it was written
+        sent.wait()
+        return _Early(query, answer)
 
     @staticmethod
-    def _checked_objects(body: bytes, document: Any, resource: ApiResource,
-                         metadata_only: bool) -> list[dict[str, Any]]:
-        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`)."""
+    def _checked_objects(body: bytes, document: Any, resource: ApiResource, metadata_only: bool,
+                         source: Source) -> list[K8sObject]:
+        """The page's objects, once the page is known to be the list asked for (else `UnusableAnswer`):
+        built here, page by page while the next is fetched, rather than all after the last one."""
         path = resource.collection_path
         check_answer(body, document, path)
         checked = _check_list(document, resource, metadata_only, path)
-        return [_as_object(item, resource, metadata_only) for item in checked["items"]]
+        return [K8sObject(_as_object(item, resource, metadata_only), source) for item in checked["items"]]
 
-    def _next_limit(self, limit: int, page: _Page, objects: int, body_bytes: int) -> int:
+    def _next_limit(self, limit: int, remaining: int | None, objects: int, body_bytes: int) -> int:
         """The size of the next page: the rest of the collection when the server said how much is
-        left, else twice the last page; at most `max_chunk_size` objects and about a quarter of
-        --max-response-size at the bytes per object seen so far; never below `chunk_size`."""
-        wanted = page.remaining if page.remaining is not None else 2 * limit
+        left (`remaining`), else twice the last page; at most `max_chunk_size` objects and about a
+        quarter of --max-response-size at the bytes per object seen so far; never below `chunk_size`."""
+        wanted = remaining if remaining is not None else 2 * limit
         per_object = max(1, body_bytes // max(1, objects))
         by_bytes = self.options.policy.max_response_bytes // PAGE_BYTES_SHARE // per_object
         floor = self.options.chunk_size
         return max(floor, min(max(floor, self.options.max_chunk_size), wanted, by_bytes))
 
     @staticmethod
-    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[dict[str, Any]]:
+    def _objects_of(pages: list[_Page], done_only: bool = False) -> list[K8sObject]:
         """Every page's checked objects, in order (`UnusableAnswer` from the first page that is not
         a usable list); with `done_only`, only raises for pages already checked."""
-        items: list[dict[str, Any]] = []
+        items: list[K8sObject] = []
         for page in pages:
             if done_only:
                 if page.objects.done() and page.objects.exception() is not None:
@@ -375,28 +535,42 @@ class ClusterReader:
             items.extend(page.objects.result())
         return items
 
-    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int) -> list[dict[str, Any]]:
+    def _list_once(self, resource: ApiResource, paginated: bool, pages_left: int,
+                   unused: threading.Event | None = None) -> list[K8sObject]:
         """One complete list, following `continue`, in at most `pages_left` pages.
 
-        Pipelined: a page's continue token is all the next request needs, so the page is
-        checked and its objects built (`_checked_objects`) while the next one is fetched."""
+        Pipelined twice over. The next request needs only a page's continue token: it is read from
+        the page's head (`list_head`), the next page asked for at once (sized as if the page held
+        `limit` objects) and used only if the parsed page calls for exactly it, else abandoned. And
+        the page is checked and its objects built (`_checked_objects`) while the next one is fetched."""
         metadata_only = resource.gk in METADATA_ONLY
         pages: list[_Page] = []
         limit = self.options.chunk_size
         token: str | None = None
         seen: set[str] = set()
         objects = body_bytes = 0
+        early: _Early | None = None
+
+        def ahead(head: _Head, body_len: int) -> list[tuple[str, str]] | None:
+            """The request that follows a page of `limit` objects with this head, or None if none would."""
+            if not paginated or head.token is None or head.token in seen or len(pages) + 1 >= pages_left \
+                    or self._stopped(unused):
+                return None
+            guess = self._next_limit(limit, head.remaining, objects + limit, body_bytes + body_len)
+            return [("limit", str(guess)), ("continue", head.token)]
+
         try:
             while True:
-                if len(pages) >= pages_left:
-                    raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
-                                      f"{self.options.max_pages} pages (--max-pages)")
+                self._may_ask_another(resource, len(pages), pages_left, unused)
                 query = [("limit", str(limit))] if paginated else []
                 if token:
                     query.append(("continue", token))
                 self._objects_of(pages, done_only=True)  # a page already found unusable ends the list
+                if early is not None and early.query != query:
+                    _abandon(early)  # asked from a head the parsed page contradicts
+                    early = None
                 try:
-                    page = self._page(resource, query, metadata_only)
+                    page, early = self._page(resource, query, metadata_only, early, ahead)
                 except ApiFailure as failure:
                     raise _PageFailed(failure, token is not None, len(pages) + 1) from None
                 pages.append(page)
@@ -411,21 +585,36 @@ class ClusterReader:
                 seen.add(page.token)
                 token = page.token
                 body_bytes += page.body_bytes
-                limit = self._next_limit(limit, page, objects, body_bytes)
+                limit = self._next_limit(limit, page.remaining, objects, body_bytes)
         except UnusableAnswer as unusable:  # a page checked off the critical path
             self.progress.objects(-objects)
             raise _PageFailed(unusable, False, len(pages)) from None
         except BaseException:
             self.progress.objects(-objects)
             raise
+        finally:
+            _abandon(early)
 
-    def _list(self, resource: ApiResource) -> list[dict[str, Any]]:
+    def _may_ask_another(self, resource: ApiResource, pages: int, pages_left: int,
+                         unused: threading.Event | None) -> None:
+        """`_ListFailed` when the list may not ask another page: --max-pages reached, or the list
+        abandoned (the read failed, or discovery did not confirm this early list)."""
+        if pages >= pages_left:
+            raise _ListFailed(f"{resource.gk}: list {resource.qualified} failed: more than "
+                              f"{self.options.max_pages} pages (--max-pages)")
+        if self._stopped(unused):
+            raise _ListFailed(f"{resource.gk}: list {resource.qualified} not read: abandoned")
+
+    def _stopped(self, unused: threading.Event | None) -> bool:
+        return self._abandoned.is_set() or (unused is not None and unused.is_set())
+
+    def _list(self, resource: ApiResource, unused: threading.Event | None = None) -> list[K8sObject]:
         expirations = 0
         pages_used = 0
         while True:
             paginated = expirations < self.options.max_relists - 1 and self.options.chunk_size > 0
             try:
-                return self._list_once(resource, paginated, self.options.max_pages - pages_used)
+                return self._list_once(resource, paginated, self.options.max_pages - pages_used, unused)
             except _PageFailed as failed:
                 pages_used += failed.pages
                 if failed.failure.status == 410 and failed.had_token and expirations < self.options.max_relists:
@@ -448,13 +637,14 @@ class ClusterReader:
         document.setdefault("apiVersion", "apiextensions.k8s.io/v1")
         return document
 
-    def _list_kind(self, gk: str, resource: ApiResource) -> _Listed:
+    def _list_kind(self, gk: str, resource: ApiResource, unused: threading.Event | None = None) -> _Listed:
+        # (An early list that discovery then contradicts has counted in the progress display too.)
         began = time.monotonic()
         try:
-            listed = _Listed(gk, self._list(resource), None)
+            listed = _Listed(gk, self._list(resource, unused), None)
         except _ListFailed as failed:
             listed = _Listed(gk, None, failed.reason)
-        self.seconds[gk] = time.monotonic() - began
+        listed.seconds = time.monotonic() - began
         self.progress.kind_done()
         return listed
 
@@ -464,18 +654,33 @@ class ClusterReader:
         except _ListFailed as failed:
             return None, failed.reason
 
-    def _start(self, plan: _Plan, pool: ThreadPoolExecutor) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
+    def _start(self, plan: _Plan, pool: ThreadPoolExecutor,
+               early: dict[str, _EarlyList]) -> tuple[list[Future[_Listed]], list[Future[_Got]]]:
+        """Every planned list: the early one when discovery names its resource, else started now. An
+        early list of another resource, or of a kind not to be listed (not served, its group's
+        discovery failed), is left unused."""
         self.progress.plan(self.target.name, len(plan.lists) + (1 if plan.crd_read else 0))
-        lists = [pool.submit(self._list_kind, gk, resource) for gk, resource in plan.lists]
+        lists: list[Future[_Listed]] = []
+        for gk, resource in plan.lists:
+            started = early.pop(gk, None)
+            if started is not None and _same_resource(started.resource, resource):
+                lists.append(started.listed)
+                continue
+            if started is not None:
+                started.abandon()
+            lists.append(pool.submit(self._list_kind, gk, resource))
+        for unconfirmed in early.values():
+            unconfirmed.abandon()
         crds = [pool.submit(self._get_crd_safely, name) for name in plan.crd_names] if plan.crd_read else []
         return lists, crds
 
     # -- 4. coverage -----------------------------------------------------------------------
     def _collect(self, plan: _Plan, lists: list[Future[_Listed]], crds: list[Future[_Got]],
-                 crd_began: float) -> dict[str, list[dict[str, Any]]]:
-        objects_by_gk: dict[str, list[dict[str, Any]]] = {}
+                 crd_began: float) -> dict[str, list[K8sObject]]:
+        objects_by_gk: dict[str, list[K8sObject]] = {}
         for future in lists:
             listed = future.result()
+            self.seconds[listed.gk] = listed.seconds
             if listed.problem is not None or listed.objects is None:
                 plan.coverage[listed.gk] = _coverage(CoverageState.FAILED, listed.problem or "not read")
             else:
@@ -501,40 +706,55 @@ class ClusterReader:
                     CoverageState.LISTED,
                     f"read by name: the CRDs of the custom kinds the rules read and every CRD of {groups}",
                 )
-                objects_by_gk[kinds.CRD] = sorted(found, key=lambda c: str((c.get("metadata") or {}).get("name")))
+                ordered = sorted(found, key=lambda c: str((c.get("metadata") or {}).get("name")))
+                objects_by_gk[kinds.CRD] = [K8sObject(crd, self.source) for crd in ordered]
         return objects_by_gk
 
     # -- 5. the snapshot ---------------------------------------------------------------------
-    def _snapshot(self, version: str, plan: _Plan, objects_by_gk: dict[str, list[dict[str, Any]]]) -> Snapshot:
-        source = cluster_source(self.target)
-        objects = [K8sObject(raw, source) for gk in self.gks for raw in objects_by_gk.get(gk, ())]
+    def _snapshot(self, version: str, plan: _Plan, objects_by_gk: dict[str, list[K8sObject]]) -> Snapshot:
+        objects = [obj for gk in self.gks for obj in objects_by_gk.get(gk, ())]
         return Snapshot.build(
-            objects, mode="live", inputs=[source.path], cluster=self.target.cluster_info(version),
+            objects, mode="live", inputs=[self.source.path], cluster=self.target.cluster_info(version),
             listed=plan.coverage, served_versions=plan.served,
         )
 
+    def _needed_groups(self) -> set[str]:
+        """The groups whose discovery the plan needs (legacy discovery asks each one)."""
+        groups = {kinds.split_gk(gk)[0] for gk in self.gks}
+        return groups | set(CRD_BUNDLE_GROUPS) if kinds.CRD in self.gks else groups
+
     # -- everything ------------------------------------------------------------------------
-    def read(self) -> ReadResult:
+    def read(self, meanwhile: Meanwhile | None = None) -> ReadResult:
+        """The cluster read. `meanwhile` runs on this thread once every first request is out (the
+        early lists' included), while their answers are awaited: work that needs none of them.
+        When it returns kinds, those are what is read, whatever the reader was made with: its
+        kinds were then only the guess the early lists were chosen by (`audit live` guesses from
+        rules/index.json while `meanwhile` loads the rules themselves)."""
         try:
-            return self._read()
+            return self._read(meanwhile)
         finally:
             self._checker.shutdown(wait=False, cancel_futures=True)
+            self._fetcher.shutdown(wait=False, cancel_futures=True)
             self.client.close()
 
-    def _read(self) -> ReadResult:
+    def _read(self, meanwhile: Meanwhile | None) -> ReadResult:
         started = time.monotonic()
-        crd_needed = kinds.CRD in self.gks
-        needed_groups = {kinds.split_gk(gk)[0] for gk in self.gks} | (set(CRD_BUNDLE_GROUPS) if crd_needed else set())
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
                                   thread_name_prefix=f"audit-list-{self.target.context}")
         try:
-            version, roots = self._contact(pool)
-            plan = self._plan(discover(self.client, needed_groups, pool, roots))
+            version_asked, roots, early = self._contact(pool)
+            decided = meanwhile() if meanwhile is not None else None
+            if decided is not None:
+                self.gks = sorted(set(decided))
+            version = version_asked.result()
+            plan = self._plan(discover(self.client, self._needed_groups(), pool, roots))
             crd_began = time.monotonic()
-            lists, crds = self._start(plan, pool)
+            lists, crds = self._start(plan, pool, early)
             objects_by_gk = self._collect(plan, lists, crds, crd_began)
         except BaseException:
-            # Interrupted (Ctrl-C), the cluster unusable, or a bug: do not start what is still queued.
+            # Interrupted (Ctrl-C), the cluster unusable, a configuration error (`meanwhile`), or a
+            # bug: do not start what is still queued, and end the lists running at their next page.
+            self._abandoned.set()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
@@ -545,8 +765,8 @@ class ClusterReader:
 
 
 def read_cluster(target: Target, gks: list[str] | set[str], options: ReadOptions = ReadOptions(),
-                 progress: Progress | None = None) -> ReadResult:
-    return ClusterReader(target, gks, options, progress).read()
+                 progress: Progress | None = None, meanwhile: Meanwhile | None = None) -> ReadResult:
+    return ClusterReader(target, gks, options, progress).read(meanwhile)
 
 
 def failed_snapshot(target: Target, gks: list[str] | set[str], reason: str) -> Snapshot:
