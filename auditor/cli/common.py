@@ -169,13 +169,13 @@ def audit_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass
 class Prepared:
-    """Everything an audit needs besides the snapshot, loaded before any input is read."""
+    """Everything an audit needs besides the snapshot, loaded before any input is used."""
 
     rule_set: Any
     exceptions: Any
     posture: Any
-    baseline: Any = None  # the --baseline report (a dict), validated before any input is read
-    # (format, where it goes) of every report, checked before any input is read.
+    baseline: Any = None  # the --baseline report (a dict), validated before any input is used
+    # (format, where it goes) of every report, checked before any input is used.
     destinations: list[tuple[str, Any]] = field(default_factory=list)
 
 
@@ -329,6 +329,38 @@ def prepare(options: AuditOptions) -> Prepared:
 
         baseline_report = load_report(options.baseline_file, "baseline")
     return Prepared(rule_set, exceptions, posture_config, baseline_report, destinations)
+
+
+def warm_up(options: AuditOptions) -> None:
+    """Import what judging and reporting the input will need (the engine, each report's renderer)
+    while the input is still being read (cluster answers awaited, workers parsing), rather than
+    after the read (issue 15)."""
+    from auditor import engine  # noqa: F401  (imported for its cost, not its name)
+    from auditor.report import FORMATS, renderer
+
+    for name in dict.fromkeys([options.output_format, *options.output_files]):
+        if name in FORMATS:  # (`audit exposure` and `audit trace` have formats of their own)
+            renderer(name)
+
+
+class PrepareOnce:
+    """`prepare(options)` (and `warm_up`), run the first time it is called and remembered.
+
+    The offline reader calls it before reading any file, after it has started the workers of a
+    parallel read (auditor/sources/parallel.py): loading the rules, exceptions and posture then
+    overlaps the workers' parsing, and what it raises (an unknown rule, an unreadable posture)
+    still ends the run before any file is used. `audit live` overlaps them with the first
+    requests in the same way (cli/live.py)."""
+
+    def __init__(self, options: AuditOptions) -> None:
+        self._options = options
+        self._prepared: Prepared | None = None
+
+    def __call__(self) -> Prepared:
+        if self._prepared is None:
+            self._prepared = prepare(self._options)
+            warm_up(self._options)
+        return self._prepared
 
 
 def _is_terminal(stream: Any) -> bool:

@@ -95,7 +95,7 @@ def audit_source(source: Source, prepared: Any, options: AuditOptions, extra_kin
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
     evaluate_scope = evaluate_snapshot or (lambda snapshot: evaluate(snapshot, prepared, options))
     result, snapshot = read_offline(source.paths, source.inputs, source.clusters, source.audit_unreached,
-                                    prepared, evaluate_scope)
+                                    lambda: prepared, evaluate_scope)
     return result if result is not None else evaluate_scope(snapshot)
 
 

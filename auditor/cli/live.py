@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from auditor.cli.common import AuditOptions, Prepared, audit_options, collector_paused, evaluate, prepare, report
+from auditor.cli.common import (
+    AuditOptions,
+    Prepared,
+    audit_options,
+    collector_paused,
+    evaluate,
+    prepare,
+    report,
+    warm_up,
+)
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
 
 if TYPE_CHECKING:
@@ -267,7 +276,7 @@ def _audit_one_cluster(cluster: ClusterOptions, options: AuditOptions, guess: li
 
     def meanwhile() -> list[str]:
         box["prepared"] = prepared = prepare(options)
-        _warm_up(options)
+        warm_up(options)
         return kinds_for(prepared.rule_set)
 
     progress = Progress()
@@ -278,17 +287,6 @@ def _audit_one_cluster(cluster: ClusterOptions, options: AuditOptions, guess: li
             progress.close()
         prepared = box["prepared"]
         return report(evaluate(result.snapshot, prepared, options), prepared, options)
-
-
-def _warm_up(options: AuditOptions) -> None:
-    """Import what judging and reporting the read will need (the engine, each report's renderer),
-    while the cluster's answers are awaited rather than after the last one (issue 15)."""
-    from auditor import engine  # noqa: F401  (imported for its cost, not its name)
-    from auditor.report import FORMATS, renderer
-
-    for name in dict.fromkeys([options.output_format, *options.output_files]):
-        if name in FORMATS:  # (`audit exposure` and `audit trace` have formats of their own)
-            renderer(name)
 
 
 def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions, extra_kinds: tuple[str, ...] = (),
@@ -307,7 +305,7 @@ def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions
         from auditor.sources.live.reader import read_cluster
 
         try:
-            result = read_cluster(targets[0], gks, read_options, progress, meanwhile=lambda: _warm_up(options))
+            result = read_cluster(targets[0], gks, read_options, progress, meanwhile=lambda: warm_up(options))
         finally:
             progress.close()
         return evaluate(result.snapshot, prepared, options)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from auditor.cli.common import AuditOptions, audit_options, evaluate, finish, prepare, report
+from auditor.cli.common import AuditOptions, PrepareOnce, audit_options, evaluate, finish, report
 from auditor.cli.completion import INPUT_PATH
 from auditor.errors import InputError
 
@@ -91,8 +91,10 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return decorated
 
 
-def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Any) -> Any:
-    """The snapshot of offline input `paths` (with the Cilium values files given beside it)."""
+def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Callable[[], Any],
+               meanwhile: Callable[[], object] | None = None) -> Any:
+    """The snapshot of offline input `paths` (with the Cilium values files given beside it); `posture`
+    is asked for once the files are read, `meanwhile` called before (see `read_paths`)."""
     from auditor.cilium.helm_values import read_values_file
     from auditor.sources.files import read_paths
 
@@ -101,8 +103,8 @@ def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Any) -> An
     values_files = [read_values_file(path) for path in inputs.cilium_values]
     # freeze: what was read stays for the rest of this short-lived process (docs/performance.md).
     snapshot = read_paths(list(paths), limits=read_limits(inputs), allow_no_objects=inputs.allow_no_objects,
-                          input_problems=not inputs.strict_input, freeze=True)
-    return with_values(snapshot, values_files, posture)
+                          input_problems=not inputs.strict_input, freeze=True, meanwhile=meanwhile)
+    return with_values(snapshot, values_files, posture())
 
 
 def read_limits(inputs: InputOptions) -> Any:
@@ -141,7 +143,8 @@ def _cluster_specs(ctx: click.Context, param: click.Parameter, values: tuple[str
 
 
 def audit_tree_input(path: str, inputs: InputOptions, clusters: tuple[Any, ...], audit_unreached: bool,
-                     evaluate_snapshot: Callable[[Any], Any], posture: Any) -> tuple[Any, Any]:
+                     evaluate_snapshot: Callable[[Any], Any], posture: Callable[[], Any],
+                     meanwhile: Callable[[], object] | None = None) -> tuple[Any, Any]:
     """A folder read once as a GitOps tree (docs/input.md, "GitOps repositories"): (the merged result of
     its clusters, None), or (None, its snapshot) when the folder is plain manifests, audited as before."""
     from auditor.cilium.helm_values import read_values_file
@@ -149,9 +152,10 @@ def audit_tree_input(path: str, inputs: InputOptions, clusters: tuple[Any, ...],
 
     values_files = [read_values_file(values) for values in inputs.cilium_values]
     tree = read_tree(path, limits=read_limits(inputs), clusters=clusters, audit_unreached=audit_unreached,
-                     allow_no_objects=inputs.allow_no_objects, input_problems=not inputs.strict_input, freeze=True)
+                     allow_no_objects=inputs.allow_no_objects, input_problems=not inputs.strict_input, freeze=True,
+                     meanwhile=meanwhile)
     if tree.plain:
-        return None, with_values(tree.snapshot, values_files, posture)
+        return None, with_values(tree.snapshot, values_files, posture())
     from auditor.fleet import audit_tree
 
     return audit_tree(tree, evaluate_snapshot, values_files), None
@@ -215,14 +219,20 @@ TREE_ONLY = ("clusters", "audit_unreached")
 
 
 def read_offline(paths: tuple[str, ...], inputs: InputOptions, clusters: tuple[Any, ...], audit_unreached: bool,
-                 prepared: Any, evaluate_snapshot: Callable[[Any], Any]) -> tuple[Any, Any]:
+                 prepared: Callable[[], Any], evaluate_snapshot: Callable[[Any], Any]) -> tuple[Any, Any]:
     """Offline input read as `audit PATH...` reads it: one folder as a GitOps tree, (the result of its clusters
-    audited by `evaluate_snapshot`, None), or (None, the snapshot) of plain manifests, files or stdin."""
+    audited by `evaluate_snapshot`, None), or (None, the snapshot) of plain manifests, files or stdin.
+
+    `prepared` gives the run's `Prepared` (`PrepareOnce`): it is first called before any file is read,
+    once the workers of a parallel read have started, so that loading the rules overlaps their parsing."""
+    def posture() -> Any:
+        return prepared().posture
+
     if len(paths) == 1 and paths[0] != STDIN and os.path.isdir(paths[0]):
-        return audit_tree_input(paths[0], inputs, clusters, audit_unreached, evaluate_snapshot, prepared.posture)
+        return audit_tree_input(paths[0], inputs, clusters, audit_unreached, evaluate_snapshot, posture, prepared)
     if clusters or audit_unreached:
         raise click.UsageError("--cluster and --audit-unreached read one GitOps folder: give exactly one folder")
-    return None, read_input(paths, inputs, prepared.posture)
+    return None, read_input(paths, inputs, posture, prepared)
 
 
 @click.command()
@@ -254,9 +264,9 @@ def scan(ctx: click.Context, paths: tuple[str, ...], options: AuditOptions, inpu
     paths, clusters, inputs = configured_input(paths, clusters, inputs, options)
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
-    prepared = prepare(options)
+    prepared = PrepareOnce(options)
     result, snapshot = read_offline(paths, inputs, clusters, audit_unreached, prepared,
-                                    lambda scope: evaluate(scope, prepared, options))
+                                    lambda scope: evaluate(scope, prepared(), options))
     if result is not None:
-        ctx.exit(report(result, prepared, options))
-    ctx.exit(finish(snapshot, prepared, options))
+        ctx.exit(report(result, prepared(), options))
+    ctx.exit(finish(snapshot, prepared(), options))

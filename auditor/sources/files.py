@@ -534,7 +534,8 @@ def _read_path(path: str, explicit: bool, limits: ReadLimits, stdin: BinaryIO | 
 
 
 def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
-              on_file_error: FileErrorHandler | None, observer: ReadObserver | None = None) -> _Collected:
+              on_file_error: FileErrorHandler | None, observer: ReadObserver | None = None,
+              meanwhile: Callable[[], object] | None = None) -> _Collected:
     out = _Collected()
     entries: Iterator[tuple[str, bool, _Walked]] = _expand(paths, limits, observer)
     workers = None
@@ -544,6 +545,8 @@ def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
 
         entries, workers = parallel.prefetch(entries, limits, keep_bytes=observer is not None)
     try:
+        if meanwhile is not None:  # before any file is read: while the workers parse, if there are some
+            meanwhile()
         for path, explicit, walked in entries:
             if isinstance(walked, IgnoredDocument):
                 out.ignored.append(walked)
@@ -573,7 +576,8 @@ def _read_all(paths: list[str], limits: ReadLimits, stdin: BinaryIO | None,
 
 def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: BinaryIO | None = None,
                allow_no_objects: bool = False, on_file_error: FileErrorHandler | None = None,
-               input_problems: bool = False, freeze: bool = False, observer: ReadObserver | None = None) -> Snapshot:
+               input_problems: bool = False, freeze: bool = False, observer: ReadObserver | None = None,
+               meanwhile: Callable[[], object] | None = None) -> Snapshot:
     """Read every path into one snapshot, or raise `InputError` naming what is wrong.
 
     A file found in a folder that cannot be read stops the read, unless
@@ -586,6 +590,8 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     values file) unless `allow_no_objects`, or input problems explain it: a
     pre-commit run on a commit that touches only non-Kubernetes YAML has
     nothing to audit, and says so. `observer` sees the folders' files read.
+    `meanwhile` is called once before any file is read, once the workers of a parallel read
+    have started: the command line prepares the rules then (what it raises ends the read).
     """
     if not paths:
         raise InputError("no input given (a file, a folder, or - for standard input)")
@@ -609,7 +615,8 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     collecting = gc.isenabled()
     gc.disable()
     try:
-        out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None, observer)
+        out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None, observer,
+                        meanwhile)
     finally:
         if collecting:
             if freeze:

@@ -116,14 +116,16 @@ class _Paths:
 
 def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence[ClusterSpec] = (),
               audit_unreached: bool = False, allow_no_objects: bool = False, input_problems: bool = False,
-              freeze: bool = False, on_file_error: Callable[[str, InputError], None] | None = None) -> TreeRead:
+              freeze: bool = False, on_file_error: Callable[[str, InputError], None] | None = None,
+              meanwhile: Callable[[], object] | None = None) -> TreeRead:
     """Read the folder `path` once and split it per scope (module docstring).
 
-    `input_problems` as for `read_paths`: a file that cannot be read is an input problem of the read,
-    and of every scope (which cluster its objects would be in is not known)."""
+    `input_problems`, `meanwhile` as for `read_paths`: a file that cannot be read is an input problem of
+    the read, and of every scope (which cluster its objects would be in is not known)."""
     collector = TreeCollector(path)
     snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
-                          on_file_error=on_file_error, input_problems=input_problems, observer=collector)
+                          on_file_error=on_file_error, input_problems=input_problems, observer=collector,
+                          meanwhile=meanwhile)
     # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
     # every parsed document each time (the reader pauses the collector for the same reason).
     # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
