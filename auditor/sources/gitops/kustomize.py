@@ -103,7 +103,7 @@ _FILE_ROLE_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)  # one per listed path (thousands), never changed after: not frozen, cheaper to make
 class Entry:
     """A path listed by a kustomization (or a Flux Kustomization); its line is found only when a
     problem or note needs it, so a clean tree never scans its files for lines."""

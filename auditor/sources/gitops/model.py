@@ -163,9 +163,11 @@ class Application:
         return f"kustomization {self.path} ({self.origin})"
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """One object as one build puts it into one scope (a cluster, or the unreached scope)."""
+class Placement(NamedTuple):
+    """One object as one build puts it into one scope (a cluster, or the unreached scope).
+
+    A named tuple (made in C, as `ObjectId`): a tree's layout makes one per object and scope.
+    """
 
     object: ObjectId
     kind: str

@@ -23,14 +23,15 @@ import copy
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from auditor.model import K8sObject
 from auditor.sources.gitops.model import NamespaceReason, ObjectId, Placement, TreeLayout
 
 
-@dataclass(frozen=True, slots=True)
-class PlacedObject:
+class PlacedObject(NamedTuple):
+    """An object of the reader with the placement the layout gives it (a named tuple: one per object and scope)."""
+
     object: K8sObject
     placement: Placement
 
