@@ -286,3 +286,30 @@ spec:
             "read as an artifact of this tree") in notes
     assert ("clusters/edge/kustomize-settings.yaml:1: a kustomization in a file kustomize never reads as one (only "
             "kustomization.yaml, kustomization.yml, Kustomization): not used") in notes
+
+
+FLUX_LINE_DOCUMENTS = [
+    # (document, key): the key may be indented differently, quoted, commented out above, or appear
+    # deeper (a patch in a block scalar, another mapping) before the real one.
+    ("spec:\n  interval: 1h\n  postBuild:\n    substituteFrom: [{kind: ConfigMap, name: s}]\n", "postBuild"),
+    ("spec:\n    # postBuild: not this one\n    patches:\n      - patch: |\n          postBuild: no\n"
+     "    postBuild:\n      substitute: {A: b}\n", "postBuild"),
+    ('spec:\n  "postBuild":\n    substituteFrom: []\n', "postBuild"),
+    ("spec:\n  path: ./apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n", "sourceRef"),
+    ("status:\n  sourceRef: x\nspec:\n  prune: true\n", "sourceRef"),
+    ("spec: {path: ./apps, sourceRef: {kind: GitRepository, name: x}}\n", "sourceRef"),
+]
+
+
+@pytest.mark.parametrize(("body", "key"), FLUX_LINE_DOCUMENTS)
+def test_a_flux_notes_line_is_the_key_index_line(body: str, key: str) -> None:
+    """Notes about `spec.KEY` of a Flux Kustomization find its line by a scan that stops at the key;
+    it must give the line the document's key index gives (the index decides what the scan cannot)."""
+    from auditor.sources.gitops import flux
+    from auditor.sources.gitops.tree import parse_text
+
+    text = "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n" + body
+    parsed = parse_text("ks.yaml", text)
+    (record,) = parsed.objects
+    expected = parsed.line_of(record.document, "spec", key) or record.id.line
+    assert flux._line(parsed, record, "spec", key) == expected

@@ -103,6 +103,13 @@ def resolve_source_path(tree: TreeFiles, written: str) -> str | None:
 def _line(parsed: ParsedFile | None, record: ObjectRecord, *keys: str) -> int:
     if parsed is None or record.document.line != record.id.line:
         return record.id.line
+    if len(keys) == 2:
+        # `spec.KEY`, what nearly every note asks for: a scan that stops at the key finds the line
+        # the document's key index would (its first `KEY:` at spec's child column) without indexing
+        # every line of every Flux Kustomization; the index decides what the scan cannot find.
+        found = child_key_line(parsed.lines, record.document.line, record.document.end_line, *keys)
+        if found is not None:
+            return found
     return parsed.line_of(record.document, *keys) or record.id.line
 
 
