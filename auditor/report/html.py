@@ -30,6 +30,7 @@ from auditor.report import exposure_map, svg_map
 from auditor.report.html_assets import CONTENT_SECURITY_POLICY, SCRIPT, STYLE
 from auditor.report.sources import BUILTIN, ConfigSources
 from auditor.report.svg_map import escape
+from auditor.report.verdict import Templates, verdict_line
 
 NO_NAMESPACE = "(none)"  # the filter value of cluster-scoped objects
 
@@ -54,16 +55,16 @@ def _row(cells: Iterable[str], attributes: str = "") -> str:
 # --- header ------------------------------------------------------------------------------------------
 
 
+_VERDICTS: Templates = {
+    VerdictKind.INCOMPLETE: '<p class="verdict incomplete">INCOMPLETE: {reason} (exit 3)</p>',
+    VerdictKind.FAIL: '<p class="verdict fail">FAIL: {failing} at or above {fail_on} (exit 1)</p>',
+    VerdictKind.PASS_ON_WHAT_WAS_CHECKED: '<p class="verdict pass">PASS on what could be checked: {reason}</p>',
+    VerdictKind.PASS: '<p class="verdict pass">PASS</p>',
+}
+
+
 def _verdict(result: AuditResult) -> str:
-    verdict = result.verdict()
-    if verdict.kind is VerdictKind.INCOMPLETE:
-        return f'<p class="verdict incomplete">INCOMPLETE: {escape(verdict.reason)} (exit 3)</p>'
-    if verdict.kind is VerdictKind.FAIL:
-        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
-        return f'<p class="verdict fail">FAIL: {failing} at or above {escape(result.fail_on.value)} (exit 1)</p>'
-    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
-        return f'<p class="verdict pass">PASS on what could be checked: {verdict.reason}</p>'
-    return '<p class="verdict pass">PASS</p>'
+    return verdict_line(result.verdict(), result.fail_on, _VERDICTS, _plural, escape)
 
 
 def _target(result: AuditResult) -> str:

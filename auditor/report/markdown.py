@@ -26,6 +26,7 @@ from auditor.report import exposure_map, mermaid
 from auditor.report import repository as tree_words
 from auditor.report.diff import entry_display
 from auditor.report.sources import BUILTIN, ConfigSources
+from auditor.report.verdict import Templates, verdict_line
 from auditor.repository import RemarkKind
 
 # ASCII punctuation that can start Markdown or HTML syntax inline ($ is math on
@@ -105,16 +106,17 @@ def _repository_section(result: AuditResult) -> list[str]:
     return lines
 
 
+_VERDICTS: Templates = {
+    VerdictKind.INCOMPLETE: "**Verdict: INCOMPLETE** — {reason} (exit 3)",
+    VerdictKind.FAIL: "**Verdict: FAIL** — {failing} at or above `{fail_on}` (exit 1)",
+    VerdictKind.PASS_ON_WHAT_WAS_CHECKED: ("**Verdict: PASS** on what could be checked — {reason} "
+                                           "(`--require-complete` makes that fail)"),
+    VerdictKind.PASS: "**Verdict: PASS**",
+}
+
+
 def _verdict(result: AuditResult) -> str:
-    verdict = result.verdict()
-    if verdict.kind is VerdictKind.INCOMPLETE:
-        return f"**Verdict: INCOMPLETE** — {escape(verdict.reason)} (exit 3)"
-    if verdict.kind is VerdictKind.FAIL:
-        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
-        return f"**Verdict: FAIL** — {failing} at or above `{result.fail_on.value}` (exit 1)"
-    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
-        return f"**Verdict: PASS** on what could be checked — {verdict.reason} (`--require-complete` makes that fail)"
-    return "**Verdict: PASS**"
+    return verdict_line(result.verdict(), result.fail_on, _VERDICTS, _plural, escape)
 
 
 def _target_line(result: AuditResult) -> str:

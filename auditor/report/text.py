@@ -38,6 +38,7 @@ from auditor.model import Finding, FindingStatus, RuleStatus
 from auditor.report import DEFAULT_WIDTH, Verbosity
 from auditor.report import repository as tree_words
 from auditor.report.sources import ConfigSources
+from auditor.report.verdict import Templates, verdict_line
 from auditor.repository import RemarkKind
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
@@ -585,17 +586,20 @@ def _summary(result: AuditResult, ctx: _Context) -> list[str]:
     return [*lines, *(ctx.style(line, colour) for line in wrap(text, ctx.width, "", "  "))]
 
 
+_VERDICTS: Templates = {
+    VerdictKind.INCOMPLETE: "Verdict: INCOMPLETE ({reason}; exit 3)",
+    VerdictKind.FAIL: "Verdict: FAIL ({failing} at or above {fail_on}; exit 1)",
+    VerdictKind.PASS_ON_WHAT_WAS_CHECKED: ("Verdict: PASS on what could be checked ({reason}; "
+                                           "--require-complete makes that fail)"),
+    VerdictKind.PASS: "Verdict: PASS",
+}
+_VERDICT_COLOURS = {VerdictKind.INCOMPLETE: "red", VerdictKind.FAIL: "red",
+                    VerdictKind.PASS_ON_WHAT_WAS_CHECKED: "yellow", VerdictKind.PASS: "green"}
+
+
 def _verdict(result: AuditResult) -> tuple[str, str]:
     verdict = result.verdict()
-    if verdict.kind is VerdictKind.INCOMPLETE:
-        return f"Verdict: INCOMPLETE ({verdict.reason}; exit 3)", "red"
-    if verdict.kind is VerdictKind.FAIL:
-        failing = _plural(verdict.failing, ("new " if verdict.new else "") + "finding")
-        return f"Verdict: FAIL ({failing} at or above {result.fail_on.value}; exit 1)", "red"
-    if verdict.kind is VerdictKind.PASS_ON_WHAT_WAS_CHECKED:
-        return (f"Verdict: PASS on what could be checked ({verdict.reason}; --require-complete makes that fail)",
-                "yellow")
-    return "Verdict: PASS", "green"
+    return verdict_line(verdict, result.fail_on, _VERDICTS, _plural), _VERDICT_COLOURS[verdict.kind]
 
 
 def render(result: AuditResult, color: bool = False, width: int = DEFAULT_WIDTH,
