@@ -12,8 +12,8 @@ files (with lines) and notes on what is deliberately not resolved.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from auditor.sources.gitops.layout import ClusterSpec, parse_cluster_arg, resolve_layout
 from auditor.sources.gitops.model import (
     UNREACHED_SCOPE,
     WHOLE_TREE_SCOPE,
@@ -35,6 +35,22 @@ from auditor.sources.gitops.model import (
     TreeLayout,
 )
 from auditor.sources.gitops.tree import TreeFiles, read_tree_files
+
+if TYPE_CHECKING:
+    from auditor.sources.gitops.layout import ClusterSpec, parse_cluster_arg, resolve_layout
+
+# The resolution (layout, and with it kustomize, Flux, Argo CD) is imported when first asked for: the
+# offline reader needs only the collector (collect, tree, model) while it reads, and `audit TREE`
+# imports the rest while the workers of a parallel read parse (`audit_scopes.read_tree`).
+_FROM_LAYOUT = frozenset({"ClusterSpec", "parse_cluster_arg", "resolve_layout"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_LAYOUT:
+        from auditor.sources.gitops import layout
+
+        return getattr(layout, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "UNREACHED_SCOPE",
@@ -66,4 +82,6 @@ __all__ = [
 
 def read_layout(root: str, clusters: Sequence[ClusterSpec] = ()) -> TreeLayout:
     """Read and resolve the tree at `root` (a folder)."""
+    from auditor.sources.gitops.layout import resolve_layout
+
     return resolve_layout(read_tree_files(root), clusters)

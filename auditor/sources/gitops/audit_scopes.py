@@ -29,7 +29,7 @@ import gc
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import kinds
 from auditor.errors import InputError
@@ -38,7 +38,6 @@ from auditor.repository import EntryView, LayoutRemark, RemarkKind, RepositoryVi
 from auditor.snapshot import ObjectKey, Snapshot, ValuesFile, object_key
 from auditor.sources.files import ReadLimits, read_paths
 from auditor.sources.gitops.collect import TreeCollector
-from auditor.sources.gitops.layout import ONE_SCOPE_NOTE, TWO_CLUSTERS_SIGN, ClusterSpec, resolve_layout
 from auditor.sources.gitops.model import (
     UNREACHED_SCOPE,
     WHOLE_TREE_SCOPE,
@@ -54,6 +53,9 @@ from auditor.sources.gitops.model import (
 )
 from auditor.sources.gitops.seam import PlacedObject, place_objects
 from auditor.sources.gitops.tree import KUSTOMIZATION_FILE_NAMES, Document, ParsedFile, TreeFiles, index_key_lines
+
+if TYPE_CHECKING:
+    from auditor.sources.gitops.layout import ClusterSpec
 
 _ENTRY_TEXT = {
     EntryKind.FLUX_BOOTSTRAP: "Flux bootstrap",
@@ -123,9 +125,17 @@ def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence
     `input_problems`, `meanwhile` as for `read_paths`: a file that cannot be read is an input problem of
     the read, and of every scope (which cluster its objects would be in is not known)."""
     collector = TreeCollector(path)
+
+    def during_the_read() -> None:
+        if meanwhile is not None:
+            meanwhile()
+        # The resolution's modules (the layout, kustomize, Flux, Argo CD), imported while the
+        # workers of a parallel read parse: nothing the reader itself needs.
+        from auditor.sources.gitops import layout  # noqa: F401  (imported for its cost, not its name)
+
     snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
                           on_file_error=on_file_error, input_problems=input_problems, observer=collector,
-                          meanwhile=meanwhile)
+                          meanwhile=during_the_read)
     # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
     # every parsed document each time (the reader pauses the collector for the same reason).
     # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
@@ -143,6 +153,8 @@ def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence
 
 def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Sequence[ClusterSpec],
            audit_unreached: bool) -> TreeRead:
+    from auditor.sources.gitops.layout import resolve_layout
+
     tree = collector.tree()
     layout = resolve_layout(tree, clusters)
     if layout.single_scope and not _has_gitops_structure(tree, snapshot):
@@ -404,6 +416,8 @@ def _repository(root: str, layout: TreeLayout, scopes: tuple[AuditScope, ...], p
     for obj in layout.unreached:
         parts = obj.path.split("/")
         folders["/".join(parts[: min(len(parts) - 1, 3)]) or "."] += 1
+    from auditor.sources.gitops.layout import ONE_SCOPE_NOTE, TWO_CLUSTERS_SIGN
+
     remarks = [LayoutRemark(RemarkKind.PROBLEM, paths.source(p.origin), p.message) for p in layout.problems]
     for note in layout.notes:
         # What nothing deploys is no cluster: same-named objects there are no sign of anything.
