@@ -45,11 +45,22 @@ def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, env
     return CliResult(completed.returncode, completed.stdout.decode(), completed.stderr.decode())
 
 
+def one_line_error(result: CliResult, code: int = 2) -> str:
+    """The one line `audit: error: ...` a refused run writes (exit `code`, nothing on standard output,
+    no traceback)."""
+    assert result.code == code, (result.code, result.stdout, result.stderr)
+    assert result.stdout == "" and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("audit: error: "), result.stderr
+    return lines[0]
+
+
 def audit_text(tmp_path: Path, text: str, *, exceptions: str | None = None, posture: str | None = None,
                coverage: dict[str, str] | None = None, as_of: dt.date = AS_OF, rules: tuple[str, ...] = (),
                name: str = "input.yaml"):
     """Audit YAML `text` with the real loader and engine; returns the AuditResult."""
-    from auditor import engine, exceptions_list, posture as posture_module, registry
+    from auditor import engine, exceptions_list, registry
+    from auditor import posture as posture_module
     from auditor.snapshot import Coverage, CoverageState, Snapshot
     from auditor.sources.files import read_paths
 
@@ -92,7 +103,8 @@ def schemas() -> Path:
 # "ci" (the default): a few dozen examples per property, no deadline, and
 # derandomized so every CI run tries the same inputs. "long": thousands of
 # examples for a local hunt:  HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py -n 2
-from hypothesis import HealthCheck, settings as _hypothesis_settings  # noqa: E402
+from hypothesis import HealthCheck  # noqa: E402
+from hypothesis import settings as _hypothesis_settings
 
 _HYPOTHESIS_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 _hypothesis_settings.register_profile(

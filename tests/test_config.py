@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
+from tests.conftest import one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_SITES = ROOT / "tests" / "fixtures" / "gitops" / "two-sites"
@@ -28,12 +28,6 @@ def _repo(tmp_path: Path, config: str, tree: Path = TWO_SITES) -> Path:
     return repo
 
 
-def _error(result: CliResult) -> str:
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("audit: error: "), result.stderr
-    return lines[0]
 
 
 def test_discovered_by_walking_up_and_stopping_at_the_repository_root(tmp_path: Path) -> None:
@@ -90,7 +84,7 @@ def test_every_rule_reference_is_checked_with_did_you_mean(tmp_path: Path, confi
                                                            message: str) -> None:
     repo = _repo(tmp_path, config)
     for args in (("config",), ("--format", "json")):
-        line = _error(run_cli(*args, cwd=repo))
+        line = one_line_error(run_cli(*args, cwd=repo))
         assert line.startswith(f"audit: error: {where}: config: ") and message in line, line
 
 
@@ -106,7 +100,7 @@ def test_every_rule_reference_is_checked_with_did_you_mean(tmp_path: Path, confi
     ("a: [\n", ".cilium-audit.yaml:2: config: invalid YAML"),
 ])
 def test_bad_files_are_one_line_errors_with_file_line_and_field(tmp_path: Path, config: str, expected: str) -> None:
-    line = _error(run_cli("--format", "json", cwd=_repo(tmp_path, config)))
+    line = one_line_error(run_cli("--format", "json", cwd=_repo(tmp_path, config)))
     assert expected in line, line
 
 
@@ -133,7 +127,7 @@ def test_exception_files_are_merged_each_entry_keeping_its_file_and_line(tmp_pat
     located = {e["name"]: (e["file"], e["line"], e["status"]) for e in report["exceptions"]}
     assert located == {"smtp": ("a.yaml", 2, "used"), "stale": ("b.yaml", 3, "unused")}
     (repo / "b.yaml").write_text("exceptions:\n" + entry.format(name="smtp", match="x"))
-    line = _error(run_cli("drifted.json", cwd=repo))
+    line = one_line_error(run_cli("drifted.json", cwd=repo))
     assert "b.yaml:2: exception list: duplicate name 'smtp' (also at a.yaml:2)" in line
 
 

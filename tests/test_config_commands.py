@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.conftest import CliResult, one_line_error
 from tests.test_live_fixtures import kubeconfig, run, serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,12 +48,6 @@ def _json(result: CliResult) -> dict[str, Any]:
     return data
 
 
-def _error(result: CliResult) -> str:
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("audit: error: "), result.stderr
-    return lines[0]
 
 
 def _flat(text: str) -> str:
@@ -139,7 +133,7 @@ def test_exclude_is_respected_by_exposure_and_trace(tmp_path: Path) -> None:
     assert not [way for way in ways if "apps/web/service.yaml" in way["evidence"]["file"]]
     # The Service the file excludes is not in the input: an unknown target (exit 2) with the closest known ones.
     traced = run("trace", "Service/web/web", *AS_OF, cwd=repo)
-    line = _error(traced)
+    line = one_line_error(traced)
     assert "unknown target 'Service/web/web': the input holds no such Service" in line
     # Without the file, the same tree has the Service in both clusters.
     (repo / ".cilium-audit.yaml").unlink()
@@ -302,7 +296,7 @@ def test_trace_exit_codes_are_those_of_the_same_paths_given_on_the_command_line(
     given = run("trace", target, *folders, "-o", "json", *AS_OF, cwd=repo)
     assert configured.code == given.code == code, (configured.stderr, given.stderr)
     assert _json(configured) == _json(given)
-    unknown = _error(run("trace", "argocd.cluster.lam", *AS_OF, cwd=repo))
+    unknown = one_line_error(run("trace", "argocd.cluster.lam", *AS_OF, cwd=repo))
     assert "unknown target 'argocd.cluster.lam'" in unknown and "closest known targets: argocd.cluster.lan" in unknown
 
 
@@ -323,15 +317,15 @@ def test_trace_exit_codes_are_those_of_the_same_paths_given_on_the_command_line(
 def test_a_broken_file_is_a_one_line_error_for_both_commands(tmp_path: Path, config: str, expected: str,
                                                              command: tuple[str, ...]) -> None:
     repo = _repo(tmp_path, config)
-    line = _error(run(*command, *AS_OF, cwd=repo))
+    line = one_line_error(run(*command, *AS_OF, cwd=repo))
     assert expected in line, line
 
 
 def test_a_named_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     for command in (("exposure",), ("trace", "Service/web/web")):
-        line = _error(run(*command, "--config", str(tmp_path / "none.yaml"), cwd=tmp_path))
+        line = one_line_error(run(*command, "--config", str(tmp_path / "none.yaml"), cwd=tmp_path))
         assert line.endswith("none.yaml: config: no such file (chosen by flag --config)"), line
-        line = _error(run(*command, cwd=tmp_path, env={"AUDIT_CONFIG": str(tmp_path / "none.yaml")}))
+        line = one_line_error(run(*command, cwd=tmp_path, env={"AUDIT_CONFIG": str(tmp_path / "none.yaml")}))
         assert line.endswith("(chosen by env AUDIT_CONFIG)"), line
 
 

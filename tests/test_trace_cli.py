@@ -16,7 +16,7 @@ import yaml
 
 from auditor import kinds
 from auditor.config_files import load_schema
-from tests.conftest import FIXTURES, CliResult, run_cli
+from tests.conftest import FIXTURES, CliResult, one_line_error, run_cli
 from tests.kubeapi import KubeApiServer
 from tests.kubeapi.sample_cluster import sample_snapshot
 from tests.test_live_fixtures import kubeconfig, platform_crds, run, serve_items
@@ -138,12 +138,6 @@ def test_the_rules_report_the_same_broken_hops() -> None:
 # --- unknown and hostile targets ---------------------------------------------------------------
 
 
-def _one_line(result: CliResult, code: int = 2) -> str:
-    assert result.code == code, (result.stdout, result.stderr)
-    assert result.stdout == "" and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("audit: error: "), result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("target, closest", [
@@ -153,7 +147,7 @@ def _one_line(result: CliResult, code: int = 2) -> str:
     ("Gateway/gatway/edge", "Gateway/gateway/edge"),
 ])
 def test_an_unknown_target_exits_2_with_the_closest_known_ones(target: str, closest: str) -> None:
-    line = _one_line(trace(target, "common", "gateway", "app"))
+    line = one_line_error(trace(target, "common", "gateway", "app"))
     assert "unknown target" in line and f"closest known targets: {closest}" in line
 
 
@@ -172,14 +166,14 @@ def test_a_service_declared_in_helm_values_is_a_target_and_offered_for_its_rende
     chains = json.loads(result.stdout)["chains"]
     ways = [e for e in exposures["exposures"] if e["subject"].get("declared") == "helm-values"]
     assert len(chains) == len(ways) > 0 and all(chain["way"]["verdict"]["status"] == "drift" for chain in chains)
-    line = _one_line(run_cli("trace", "Service/kube-system/hubble-ui", tree, *AS_OF))
+    line = one_line_error(run_cli("trace", "Service/kube-system/hubble-ui", tree, *AS_OF))
     assert f"closest known targets: {target}" in line and "nor Helm values declare it" in line
 
 
 @pytest.mark.parametrize("target", ["Service/argocd/argocd-server/extra", "Pod/argocd/argocd-server", "Gateway//edge",
                                     " "])
 def test_a_malformed_target_is_a_usage_error(target: str) -> None:
-    line = _one_line(trace(target, "common", "gateway", "app"))
+    line = one_line_error(trace(target, "common", "gateway", "app"))
     assert "TARGET is a hostname" in line
 
 
@@ -195,18 +189,18 @@ def test_an_object_without_a_namespace_is_kind_slash_name(tmp_path: Path) -> Non
 
 def test_hostile_targets_are_printed_safely() -> None:
     escape = f"{ESC}]0;owned{chr(7)}{ESC}[2J\u202eevil.example.org"
-    line = _one_line(trace(escape, "common", "gateway", "app"))
+    line = one_line_error(trace(escape, "common", "gateway", "app"))
     assert ESC not in line and "\\x1b]0;owned\\x07\\x1b[2j\\u202e" in line and "\u202e" not in line  # lower-cased
     # Under the wildcard listener it is a name like any other: traced (no route for it), and shown escaped.
     under = trace(escape.replace("example.org", "cluster.lan"), "common", "gateway", "app", fmt="text")
     assert under.code == 1 and "\\x1b]0;owned" in under.stdout
     assert ESC not in under.stdout and "\u202e" not in under.stdout and chr(7) not in under.stdout
     huge = "a" * 100_000 + ".example.org"
-    line = _one_line(trace(huge, "common", "gateway", "app"))
+    line = one_line_error(trace(huge, "common", "gateway", "app"))
     assert len(line) < 2_000 and "characters elided" in line
     traced = trace(huge.replace("example.org", "cluster.lan"), "common", "gateway", "app", fmt="text")
     assert traced.code == 1 and len(traced.stdout) < 40_000 and "characters elided" in traced.stdout
-    service = _one_line(trace(f"Service/{ESC}[31m/{'x' * 50_000}", "common", "gateway", "app"))
+    service = one_line_error(trace(f"Service/{ESC}[31m/{'x' * 50_000}", "common", "gateway", "app"))
     assert ESC not in service and len(service) < 2_000
 
 
@@ -343,7 +337,7 @@ def test_live_the_certificate_secret_is_read_metadata_only_and_judged(tmp_path: 
 def test_live_a_kind_the_model_reads_that_cannot_be_read_stops_the_trace(tmp_path: Path) -> None:
     with _serve(live_cluster(), cluster_role=_role_without("services")) as server:
         result = live_trace(server, tmp_path, "argocd.cluster.lan")
-    line = _one_line(result, 3)
+    line = one_line_error(result, 3)
     assert "cannot trace 'argocd.cluster.lan'" in line and "403" in line and "services" in line
 
 
