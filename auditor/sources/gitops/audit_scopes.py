@@ -276,14 +276,20 @@ def _values_files(scope: str, placed: list[PlacedObject], layout: TreeLayout, tr
     return {key: tuple(sorted(files, key=lambda f: f.index)) for key, files in found.items()}
 
 
+def _values_document(parsed: ParsedFile) -> tuple[Any, int, Mapping[tuple[str, ...], int]]:
+    """A values file's values, first line and key lines: its one document, {} for an empty file,
+    None (not a mapping of values) for several documents."""
+    documents = [d for d in parsed.documents if d.data is not None]
+    data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
+    line = documents[0].line if documents else 1
+    return data, line, _KeyLines(parsed, documents[0]) if documents else {}
+
+
 def _values_file(source: HelmValuesSource, tree: TreeFiles, paths: _Paths) -> ValuesFile | None:
     parsed = tree.files.get(source.file)
     if parsed is None or parsed.problem is not None:
         return None
-    documents = [d for d in parsed.documents if d.data is not None]
-    data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
-    line = documents[0].line if documents else 1
-    lines = _KeyLines(parsed, documents[0]) if documents else {}
+    data, line, lines = _values_document(parsed)
     generator = f"configMapGenerator {source.config_map} ({paths.source(source.generator)})"
     return ValuesFile(source.index, data, Source(paths.full(source.file), line), generator, lines,
                       source.target_path, parsed.text or None)
@@ -372,10 +378,7 @@ def _chart_file(source: ChartValuesSource, index: int, tree: TreeFiles, paths: _
     parsed = tree.files.get(path)
     if parsed is None or parsed.problem is not None:
         return None
-    documents = [d for d in parsed.documents if d.data is not None]
-    data = documents[0].data if len(documents) == 1 else ({} if not documents else None)
-    line = documents[0].line if documents else 1
-    lines = _KeyLines(parsed, documents[0]) if documents else {}
+    data, line, lines = _values_document(parsed)
     origin = "the chart's values.yaml" if label == "values.yaml" else f"{label} of the Application"
     if source.destination_namespace is not None:  # where the chart's Services render (ApplicationDestination)
         origin += "; " + EffectiveNamespace(source.destination_namespace, _origin_as_read(
