@@ -153,15 +153,22 @@ def measure(label: str, argv: list[str], reps: int = 3, cwd: Path | None = None,
     m = Measurement(label, argv)
     for i in range(reps + int(warmup)):
         sample, tail = run_once(argv, cwd, timeout, env, stdout)
-        bad_code = ok_codes is not None and sample.returncode not in ok_codes
-        if bad_code or sample.returncode < 0 or "Traceback (most recent call last)" in tail \
-                or tail.startswith("launcher:"):
-            m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
+        m.error = _run_error(sample, tail, ok_codes)
+        if m.error:
             m.samples.append(sample)
             return m
         if i >= int(warmup):
             m.samples.append(sample)
     return m
+
+
+def _run_error(sample: Sample, tail: str, ok_codes: set[int] | None) -> str:
+    """Why a run is an error (killed, a traceback, the launcher failing, an exit code outside `ok_codes`);
+    "" when it is none."""
+    bad_code = ok_codes is not None and sample.returncode not in ok_codes
+    if bad_code or sample.returncode < 0 or "Traceback (most recent call last)" in tail or tail.startswith("launcher:"):
+        return f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
+    return ""
 
 
 def measure_pair(first: tuple[str, list[str]], second: tuple[str, list[str]], reps: int = 3,
@@ -173,10 +180,8 @@ def measure_pair(first: tuple[str, list[str]], second: tuple[str, list[str]], re
     for i in range(reps + int(warmup)):
         for m, codes in zip(pair, ok_codes, strict=True):
             sample, tail = run_once(m.argv, cwd, timeout)
-            bad_code = codes is not None and sample.returncode not in codes
-            if bad_code or sample.returncode < 0 or "Traceback (most recent call last)" in tail \
-                    or tail.startswith("launcher:"):
-                m.error = f"exit {sample.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else 'killed'}"
+            m.error = _run_error(sample, tail, codes)
+            if m.error:
                 m.samples.append(sample)
                 return pair
             if i >= int(warmup):
