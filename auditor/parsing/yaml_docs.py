@@ -728,14 +728,13 @@ def may_exceed(text: str | bytes, max_nodes: int) -> bool:
 
 
 def check_node_budget(text: str, max_nodes: int | None) -> None:
-    if max_nodes is None or 2 * len(text) + 1 <= max_nodes:  # see may_exceed
+    if max_nodes is None or not may_exceed(text, max_nodes):
         return
-    estimate = estimated_nodes(text)
-    if estimate > max_nodes:
-        raise YAMLInputError(
-            f"about {estimate:,} YAML nodes (lines and flow items), over the {max_nodes:,}-node "
-            "limit (see --max-yaml-nodes)"
-        )
+    estimate = estimated_nodes(text)  # (counted again: only on the way to refusing the file)
+    raise YAMLInputError(
+        f"about {estimate:,} YAML nodes (lines and flow items), over the {max_nodes:,}-node "
+        "limit (see --max-yaml-nodes)"
+    )
 
 
 # --- reading ----------------------------------------------------------------------------------
