@@ -304,6 +304,42 @@ def test_values_declared_services_in_real_repositories() -> None:
                       "spec.listenersServiceTemplate.spec.type": 1}
 
 
+def test_a_type_key_that_holds_no_string_declares_nothing() -> None:
+    """A chart's own `type: {...}` or `serviceType: [...]` is no Service type: the walks skip it rather than
+    fail on it (a set lookup of a mapping raises), in a HelmRelease's values and an operator's spec alike,
+    and a Service declared beside it is still found."""
+    from auditor.exposure.build import _parse_embedded
+    from auditor.exposure.values import declares_service
+
+    odd = {"persistence": {"type": {"size": "1Gi"}}, "tls": {"serviceType": ["NodePort"]}}
+    assert not declares_service(odd)
+    assert declares_service({**odd, "service": {"main": {"type": "LoadBalancer"}}})
+    objects = _parse("""\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: web}
+spec:
+  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}
+  values:
+    persistence:
+      type: {size: 1Gi}
+    service:
+      main:
+        type: LoadBalancer
+        ports: {http: {port: 80}}
+---
+apiVersion: example.com/v1
+kind: Database
+metadata: {name: db, namespace: web}
+spec:
+  type: {engine: postgres}
+  exposure: {serviceType: [NodePort]}
+""")
+    found = declared_services(objects, _parse_embedded)
+    assert [(d.owner.kind, d.where, d.type) for d in found] == [
+        ("HelmRelease", "spec.values.service.main.type", "LoadBalancer")]
+
+
 # --- the line locator ---------------------------------------------------------------------------------------
 
 

@@ -137,11 +137,14 @@ def declares_service(values: Any) -> bool:
         node = stack.pop()
         seen += 1
         if isinstance(node, dict):
-            if node.get("type") in _ANY_EXPOSING or node.get("serviceType") in _ANY_EXPOSING:
+            # (a `type: {...}` is no Service type, and no member of a set either: it is unhashable)
+            kind, service_type = node.get("type"), node.get("serviceType")
+            if (isinstance(kind, str) and kind in _ANY_EXPOSING) or (
+                    isinstance(service_type, str) and service_type in _ANY_EXPOSING):
                 return True
-            stack.extend(value for value in node.values() if isinstance(value, (dict, list)))
+            stack += [value for value in node.values() if isinstance(value, (dict, list))]
         elif isinstance(node, list):
-            stack.extend(item for item in node if isinstance(item, (dict, list)))
+            stack += [item for item in node if isinstance(item, (dict, list))]
     return seen >= _MAX_NODES  # too large to tell: walked in full
 
 
@@ -207,6 +210,10 @@ def _declared(owner: K8sObject, path: Path, spec: dict[str, Any], kind: str, *, 
 
 def _collect(owner: K8sObject, root: Any, base: Path, *, namespace: str | None, release: str, via: str,
              strimzi: bool = False) -> list[DeclaredService]:
+    if not declares_service(root):
+        # What `_walk` yields is a mapping whose `type` or `serviceType` is one `declares_service` looks
+        # for, so nothing: most values and operator specs ask for no Service, and this walk is cheaper.
+        return []
     found = []
     for path, spec, kind in _walk(root, base, strimzi):
         parent = _lookup(root, base, path[:-2]) if len(path) >= 3 else None
