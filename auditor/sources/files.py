@@ -12,6 +12,7 @@ import codecs
 import functools
 import gc
 import json
+import operator
 import os
 import stat
 import sys
@@ -100,6 +101,9 @@ class ReadObserver(Protocol):
         """A file read without error: its bytes and every document parsed from them."""
 
 
+_entry_name = operator.attrgetter("name")
+
+
 def _walk_directory(root: str, limits: ReadLimits,
                     observer: ReadObserver | None = None) -> Iterator[tuple[str, _Walked]]:
     """Manifest files below `root`, sorted, skipping hidden folders and chart templates.
@@ -119,7 +123,7 @@ def _walk_directory(root: str, limits: ReadLimits,
                 continue
             visited.add(key)
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_entry_name)
         except OSError as error:
             unreadable = InputError.at(directory, None, f"cannot read folder: {error.strerror or error}",
                                        ProblemCode.UNREADABLE)
@@ -131,7 +135,7 @@ def _walk_directory(root: str, limits: ReadLimits,
         subdirs: list[str] = []
         file_names: list[str] = []
         for entry in entries:
-            path = os.path.join(directory, entry.name)
+            path = entry.path  # (os.path.join(directory, entry.name), joined by scandir)
             if entry.name.startswith(".") or limits.excluded(path):
                 continue
             try:
