@@ -304,7 +304,7 @@ def _audits(tree: str) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[
     """(the files audited as one snapshot, the files audited as `audit TREE` does: per cluster, merged)."""
     from auditor import engine, exceptions_list, posture, registry
     from auditor.fleet import audit_tree
-    from auditor.sources.gitops.audit_scopes import read_tree
+    from auditor.sources.gitops.tree_read import read_tree
 
     rules = registry.load_rules(plugins=False)
     exceptions = exceptions_list.ExceptionList("(none)", [])

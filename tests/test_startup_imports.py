@@ -101,3 +101,46 @@ def test_what_it_cannot_read_plainly_goes_to_importlib_metadata(tmp_path: Path,
     assert registry._group_may_be_declared() is False
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, OtherFinder()])
     assert registry._group_may_be_declared() is True
+
+
+FORK_PROBE = """
+import os, sys
+from auditor.cli import cli
+at_fork = []
+fork = os.fork
+def recording_fork():
+    if not at_fork:
+        at_fork.append(",".join(sorted(sys.modules)))
+    return fork()
+os.fork = recording_fork
+try:
+    cli.main(args=sys.argv[1:], prog_name="audit", standalone_mode=False)
+except SystemExit:
+    pass
+if os.getpid() == PARENT:
+    print("AT_FORK:" + (at_fork[0] if at_fork else ""), file=sys.stderr)
+    print("LOADED:" + ",".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def test_a_gitops_tree_forks_its_readers_before_loading_the_resolution(tmp_path: Path) -> None:
+    """The workers of a parallel read start once the walk is done: what only the resolution and the split
+    use (the layout, kustomize, the GitOps model, the scopes, the Helm values) loads while they parse."""
+    for index in range(140):  # above PARALLEL_MIN_FILES: the read is parallel
+        (tmp_path / f"cm-{index:03}.yaml").write_text(
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{index}\n  namespace: demo\n", encoding="utf-8")
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources:\n" + "".join(f"  - cm-{index:03}.yaml\n" for index in range(140)), encoding="utf-8")
+    probe = "PARENT = __import__('os').getpid()\n" + FORK_PROBE
+    result = subprocess.run([sys.executable, "-c", probe, str(tmp_path), "--jobs", "2", "--format", "json"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                            env={**os.environ, "NO_COLOR": "1"})
+    lines = {line.partition(":")[0]: line.partition(":")[2] for line in result.stderr.splitlines()
+             if line.startswith(("AT_FORK:", "LOADED:"))}
+    at_fork, loaded = set(lines["AT_FORK"].split(",")), set(lines["LOADED"].split(","))
+    assert "auditor.sources.parallel" in at_fork  # it did fork its readers
+    resolution = {"auditor.sources.gitops.audit_scopes", "auditor.sources.gitops.layout",
+                  "auditor.sources.gitops.kustomize", "auditor.sources.gitops.model", "auditor.sources.gitops.tree",
+                  "auditor.repository", "auditor.cilium.helm_values"}
+    assert not resolution & at_fork
+    assert resolution <= loaded  # and used them once the files were read

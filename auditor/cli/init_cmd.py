@@ -35,8 +35,8 @@ def _read_offline(path: str) -> tuple[list[tuple[str, Any]], Any, dict[str, str]
     entry points do (the same objects, each with the same namespace, in each cluster); otherwise they are
     left to the entry points, and a remark names them."""
     from auditor.repository import ScopeKind
-    from auditor.sources.gitops.audit_scopes import read_tree
     from auditor.sources.gitops.layout import ClusterSpec
+    from auditor.sources.gitops.tree_read import read_tree
 
     tree = read_tree(path, input_problems=True)
     if tree.plain:

@@ -95,16 +95,24 @@ def read_input(paths: tuple[str, ...], inputs: InputOptions, posture: Callable[[
                meanwhile: Callable[[], object] | None = None) -> Any:
     """The snapshot of offline input `paths` (with the Cilium values files given beside it); `posture`
     is asked for once the files are read, `meanwhile` called before (see `read_paths`)."""
-    from auditor.cilium.helm_values import read_values_file
     from auditor.sources.files import read_paths
 
     if STDIN in paths and stdin_is_closed():
         raise InputError("<stdin>: standard input is closed: nothing to read (pipe the input in, or give a file)")
-    values_files = [read_values_file(path) for path in inputs.cilium_values]
+    values_files = cilium_values_files(inputs)
     # freeze: what was read stays for the rest of this short-lived process (docs/performance.md).
     snapshot = read_paths(list(paths), limits=read_limits(inputs), allow_no_objects=inputs.allow_no_objects,
                           input_problems=not inputs.strict_input, freeze=True, meanwhile=meanwhile)
     return with_values(snapshot, values_files, posture())
+
+
+def cilium_values_files(inputs: InputOptions) -> list[Any]:
+    """The `--cilium-values` files, read before any input is (a broken one ends the run first)."""
+    if not inputs.cilium_values:
+        return []  # (and the Helm values module loads later, while a parallel read's workers parse)
+    from auditor.cilium.helm_values import read_values_file
+
+    return [read_values_file(path) for path in inputs.cilium_values]
 
 
 def read_limits(inputs: InputOptions) -> Any:
@@ -147,10 +155,9 @@ def audit_tree_input(path: str, inputs: InputOptions, clusters: tuple[Any, ...],
                      meanwhile: Callable[[], object] | None = None) -> tuple[Any, Any]:
     """A folder read once as a GitOps tree (docs/input.md, "GitOps repositories"): (the merged result of
     its clusters, None), or (None, its snapshot) when the folder is plain manifests, audited as before."""
-    from auditor.cilium.helm_values import read_values_file
-    from auditor.sources.gitops.audit_scopes import read_tree
+    from auditor.sources.gitops.tree_read import read_tree
 
-    values_files = [read_values_file(values) for values in inputs.cilium_values]
+    values_files = cilium_values_files(inputs)
     tree = read_tree(path, limits=read_limits(inputs), clusters=clusters, audit_unreached=audit_unreached,
                      allow_no_objects=inputs.allow_no_objects, input_problems=not inputs.strict_input, freeze=True,
                      meanwhile=meanwhile)

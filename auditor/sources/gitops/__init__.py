@@ -14,35 +14,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from auditor.sources.gitops.model import (
-    UNREACHED_SCOPE,
-    WHOLE_TREE_SCOPE,
-    Application,
-    Cluster,
-    EffectiveNamespace,
-    EntryKind,
-    EntryPoint,
-    FieldEdit,
-    HelmValuesSource,
-    NamespaceCoverage,
-    NamespaceReason,
-    Note,
-    ObjectId,
-    Origin,
-    Placement,
-    Problem,
-    Tool,
-    TreeLayout,
-)
-from auditor.sources.gitops.tree import TreeFiles, read_tree_files
-
 if TYPE_CHECKING:
     from auditor.sources.gitops.layout import ClusterSpec, parse_cluster_arg, resolve_layout
+    from auditor.sources.gitops.model import (
+        UNREACHED_SCOPE,
+        WHOLE_TREE_SCOPE,
+        Application,
+        Cluster,
+        EffectiveNamespace,
+        EntryKind,
+        EntryPoint,
+        FieldEdit,
+        HelmValuesSource,
+        NamespaceCoverage,
+        NamespaceReason,
+        Note,
+        ObjectId,
+        Origin,
+        Placement,
+        Problem,
+        Tool,
+        TreeLayout,
+    )
+    from auditor.sources.gitops.tree import TreeFiles, read_tree_files
 
-# The resolution (layout, and with it kustomize, Flux, Argo CD) is imported when first asked for: the
-# offline reader needs only the collector (collect, tree, model) while it reads, and `audit TREE`
-# imports the rest while the workers of a parallel read parse (`audit_scopes.read_tree`).
+# Every name is imported when first asked for: the offline reader needs only the collector
+# (`collect`) before its workers start, and `audit TREE` imports the rest (the model, the
+# tree, the resolution: layout, kustomize, Flux, Argo CD) while they parse (`tree_read.read_tree`).
 _FROM_LAYOUT = frozenset({"ClusterSpec", "parse_cluster_arg", "resolve_layout"})
+_FROM_TREE = frozenset({"TreeFiles", "read_tree_files"})
 
 
 def __getattr__(name: str) -> Any:
@@ -50,7 +50,16 @@ def __getattr__(name: str) -> Any:
         from auditor.sources.gitops import layout
 
         return getattr(layout, name)
+    if name in _FROM_TREE:
+        from auditor.sources.gitops import tree
+
+        return getattr(tree, name)
+    if name in __all__:
+        from auditor.sources.gitops import model
+
+        return getattr(model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "UNREACHED_SCOPE",
@@ -83,5 +92,6 @@ __all__ = [
 def read_layout(root: str, clusters: Sequence[ClusterSpec] = ()) -> TreeLayout:
     """Read and resolve the tree at `root` (a folder)."""
     from auditor.sources.gitops.layout import resolve_layout
+    from auditor.sources.gitops.tree import read_tree_files
 
     return resolve_layout(read_tree_files(root), clusters)

@@ -1,7 +1,8 @@
 """`audit TREE`: a GitOps tree read once, then one snapshot per cluster, as its builds leave its objects.
 
 The offline reader walks and parses the tree once, with a `TreeCollector` as
-its observer; the layout is resolved from that parse (docs/gitops.md) and
+its observer (`auditor.sources.gitops.tree_read`, which imports this module
+while the reader's workers parse); the layout is resolved from that parse (docs/gitops.md) and
 the reader's objects are split per scope (`seam.place_objects`): each object
 as its build leaves it (effective namespace, Namespace renamed), in every
 cluster that deploys it. Each cluster's snapshot also carries where each
@@ -25,18 +26,15 @@ Audits and merges happen above this module (auditor.fleet.audit_tree).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from auditor import kinds
-from auditor.errors import InputError
 from auditor.model import K8sObject, NamespaceOrigin, Source
 from auditor.repository import EntryView, LayoutRemark, RemarkKind, RepositoryView, ScopeKind, ScopeView
 from auditor.snapshot import ObjectKey, Snapshot, ValuesFile, object_key
-from auditor.sources.files import ReadLimits, read_paths
 from auditor.sources.gitops.collect import TreeCollector
 from auditor.sources.gitops.model import (
     UNREACHED_SCOPE,
@@ -116,43 +114,9 @@ class _Paths:
         return None if origin is None else Source(self.full(origin.path), origin.line)
 
 
-def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence[ClusterSpec] = (),
-              audit_unreached: bool = False, allow_no_objects: bool = False, input_problems: bool = False,
-              freeze: bool = False, on_file_error: Callable[[str, InputError], None] | None = None,
-              meanwhile: Callable[[], object] | None = None) -> TreeRead:
-    """Read the folder `path` once and split it per scope (module docstring).
-
-    `input_problems`, `meanwhile` as for `read_paths`: a file that cannot be read is an input problem of
-    the read, and of every scope (which cluster its objects would be in is not known)."""
-    collector = TreeCollector(path)
-
-    def during_the_read() -> None:
-        if meanwhile is not None:
-            meanwhile()
-        # The resolution's modules (the layout, kustomize, Flux, Argo CD), imported while the
-        # workers of a parallel read parse: nothing the reader itself needs.
-        from auditor.sources.gitops import layout  # noqa: F401  (imported for its cost, not its name)
-
-    snapshot = read_paths([path], limits=limits or ReadLimits(), allow_no_objects=allow_no_objects, freeze=freeze,
-                          on_file_error=on_file_error, input_problems=input_problems, observer=collector,
-                          meanwhile=during_the_read)
-    # Resolving and splitting allocate many small values and free none in cycles: a collection would walk
-    # every parsed document each time (the reader pauses the collector for the same reason).
-    # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
-    # it leaves the collector's view too, so the rules' collections never walk it.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _split(path, snapshot, collector, clusters, audit_unreached)
-    finally:
-        if collecting:
-            if freeze:
-                gc.freeze()
-            gc.enable()
-
-
-def _split(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Sequence[ClusterSpec],
-           audit_unreached: bool) -> TreeRead:
+def split_tree(path: str, snapshot: Snapshot, collector: TreeCollector, clusters: Sequence[ClusterSpec],
+               audit_unreached: bool) -> TreeRead:
+    """The tree `collector` saw, resolved (`resolve_layout`) and `snapshot`'s objects split per scope."""
     from auditor.sources.gitops.layout import resolve_layout
 
     tree = collector.tree()

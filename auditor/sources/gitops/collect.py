@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from auditor.sources.gitops.model import Origin, Problem
-from auditor.sources.gitops.tree import (
-    MANIFEST_SUFFIXES,
-    DirListing,
-    ParsedFile,
-    TreeFiles,
-    is_parsed_name,
-    join,
-    parse_text,
-    parsed_file,
-)
+if TYPE_CHECKING:
+    from auditor.sources.gitops.tree import ParsedFile, TreeFiles
+
+# The layout's own modules (`tree`, `model`) are imported by `tree()`, once the read is done: the
+# collector is what the reader needs before its workers start, and the rest can load while they parse.
 
 
 class ReadDocument(Protocol):
@@ -54,7 +48,7 @@ class TreeCollector:
         # The reader joins every path onto the root as given: stripping it is exact (and far cheaper
         # than os.path.relpath, which makes both paths absolute every time).
         self._prefix = root if root.endswith(os.sep) else root + os.sep
-        self._dirs: dict[str, DirListing] = {}
+        self._dirs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # (files, sub-folders)
         self._files: dict[str, ParsedFile] = {}
         self._read: list[tuple[str, str, Sequence[ReadDocument]]] = []
 
@@ -74,7 +68,7 @@ class TreeCollector:
     # --- the ReadObserver protocol of auditor.sources.files --------------------------------
 
     def folder(self, path: str, files: list[str], subdirs: list[str]) -> None:
-        self._dirs[self.relative(path)] = DirListing(tuple(files), tuple(subdirs))
+        self._dirs[self.relative(path)] = (tuple(files), tuple(subdirs))
 
     def file(self, path: str, data: bytes, documents: Sequence[ReadDocument]) -> None:
         text = data.decode("utf-8", errors="replace")  # the reader refused anything else already
@@ -88,6 +82,17 @@ class TreeCollector:
 
     def tree(self) -> TreeFiles:
         """The tree as the layout reads it (call once the reader is done)."""
+        from auditor.sources.gitops.model import Origin, Problem
+        from auditor.sources.gitops.tree import (
+            MANIFEST_SUFFIXES,
+            DirListing,
+            ParsedFile,
+            TreeFiles,
+            is_parsed_name,
+            join,
+            parsed_file,
+        )
+
         for path, text, documents in self._read:
             relative = self.relative(path)
             # A document holding what kubectl would refuse is no manifest the reader kept (a tool's
@@ -96,7 +101,8 @@ class TreeCollector:
             self._files[relative] = parsed_file(relative, text, raw)
         self._read.clear()
         files = dict(self._files)
-        for directory, listing in self._dirs.items():
+        listings = {directory: DirListing(*entries) for directory, entries in self._dirs.items()}
+        for directory, listing in listings.items():
             for name in listing.files:
                 path = join(directory, name)
                 if path in files or not is_parsed_name(name):
@@ -107,10 +113,13 @@ class TreeCollector:
                         Origin(path), "not read (see the input problems of this file)"))
                 else:  # `Kustomization`: kustomize reads it, the offline reader does not
                     files[path] = _parse_alone(self.full(path), path)
-        return TreeFiles(self.root, {path: files[path] for path in sorted(files)}, dict(self._dirs))
+        return TreeFiles(self.root, {path: files[path] for path in sorted(files)}, listings)
 
 
 def _parse_alone(full_path: str, path: str) -> ParsedFile:
+    from auditor.sources.gitops.model import Origin, Problem
+    from auditor.sources.gitops.tree import ParsedFile, parse_text
+
     try:
         with open(full_path, "rb") as stream:
             data = stream.read(1024 * 1024 + 1)
