@@ -24,6 +24,11 @@ Yardsticks, each measured in the same run as the audit it is compared with, alte
 * the same audit of an empty cluster (same server, same latency, every kind listed, nothing
   in it): the fixed cost (start-up, discovery, one round trip per list, rules and report on
   nothing). `(wall - empty) / slowest` is what the cluster's size costs per slowest list;
+* merely listing the slowest collection with the official client (benchmarks/live_list.py, a
+  fresh process: `import kubernetes`, the kubeconfig, the audit's own page sizes, each page
+  decoded with `json.loads`): `bare / slowest` is the floor the first ratio has for any
+  reader built on this client, and `wall / bare` what the audit adds to merely listing (the
+  live counterpart of the offline targets' `json.load`);
 * `kubectl get services -A -o json` (kubectl's own paging, 500 a page), when kubectl is
   installed: what a user would otherwise run merely to list the biggest collection.
 
@@ -104,6 +109,7 @@ class Audit:
 
 
 def _audit(server: KubeApiServer, argv: list[str], cwd: Path) -> Audit | None:
+    """One process (an audit, or the bare listing) against `server`, from its request log; None if it failed."""
     server.clear_requests()
     sample, tail = run_once(argv, cwd=cwd, timeout=600)
     if sample.returncode not in (0, 1, 3) or "Traceback" in tail:
@@ -124,6 +130,7 @@ class Run:
     full: Audit
     empty: Audit
     slowest: float
+    bare: Audit
     kubectl: float | None
 
     @property
@@ -135,26 +142,37 @@ class Run:
         """(wall - fixed) / slowest: the audit's time beyond what an empty cluster costs, per slowest list."""
         return (self.full.wall - self.empty.wall) / self.slowest
 
+    @property
+    def floor_ratio(self) -> float:
+        """Merely listing the slowest collection with the official client, per slowest list: the least
+        `ratio` any reader built on that client can show."""
+        return self.bare.wall / self.slowest
+
 
 HEADER = (f"{'run':>3} {'wall s':>6} {'cpu s':>5} {'req':>4} {'MiB':>6} {'1st req':>7} {'tail':>5} "
-          f"{'slowest list':>36} {'empty: wall':>11} {'cpu':>5} {'wall/slowest':>12} {'(wall-empty)/slowest':>20} "
-          f"{'kubectl s':>9}")
+          f"{'slowest list':>36} {'empty: wall':>11} {'cpu':>5} {'bare list':>9} {'wall/slowest':>12} "
+          f"{'(wall-empty)/slowest':>20} {'bare/slowest':>12} {'wall/bare':>9} {'kubectl s':>9}")
 
 
-def _one_run(servers: tuple[KubeApiServer, KubeApiServer], audits: tuple[list[str], list[str]], cwd: Path,
-             kubectl: Path | None, config: Path, home: str, number: int) -> Run | None:
-    """One audit of the cluster, one of the empty cluster (the fixed cost), one kubectl listing; a row."""
+def _one_run(servers: tuple[KubeApiServer, KubeApiServer], audits: tuple[list[str], list[str], list[str]],
+             cwd: Path, kubectl: Path | None, config: Path, home: str, number: int) -> Run | None:
+    """One audit of the cluster, one of the empty cluster (the fixed cost), one bare listing of the
+    slowest collection with the official client, one kubectl listing; a row."""
     full = _audit(servers[0], audits[0], cwd)
     empty = _audit(servers[1], audits[1], cwd) if full else None
     if full is None or empty is None:
         return None
     slowest_path, slowest = max(full.per_resource.items(), key=lambda kv: kv[1])
+    bare = _audit(servers[0], [*audits[2], "--path", slowest_path], cwd)
+    if bare is None:
+        return None
     kubectl_s = _kubectl_seconds(kubectl, config, home) if kubectl else None
-    run = Run(full, empty, slowest, kubectl_s)
+    run = Run(full, empty, slowest, bare, kubectl_s)
     where = f"{slowest:.2f} s {slowest_path} ({full.pages[slowest_path]} pages)"
     print(f"{number:>3} {full.wall:>6.2f} {full.cpu:>5.2f} {full.requests:>4} {full.rss_mib:>6.1f} "
           f"{full.first_request:>7.3f} {full.wall - full.last_answer:>5.2f} {where:>36} {empty.wall:>11.2f} "
-          f"{empty.cpu:>5.2f} {run.ratio:>11.2f}x {run.listing_ratio:>19.2f}x "
+          f"{empty.cpu:>5.2f} {bare.wall:>9.2f} {run.ratio:>11.2f}x {run.listing_ratio:>19.2f}x "
+          f"{run.floor_ratio:>11.2f}x {full.wall / bare.wall:>8.2f}x "
           f"{f'{kubectl_s:.2f}' if kubectl_s else '':>9}")
     return run
 
@@ -197,7 +215,13 @@ def _summary(runs: list[Run]) -> str:
             f"{median([r.full.wall - r.full.last_answer for r in runs]):.2f} s), slowest list "
             f"{median([r.slowest for r in runs]):.2f} s, empty cluster {median([r.empty.wall for r in runs]):.2f} s "
             f"(cpu {median([r.empty.cpu for r in runs]):.2f} s); wall/slowest {median([r.ratio for r in runs]):.2f}x, "
-            f"(wall-empty)/slowest {median([r.listing_ratio for r in runs]):.2f}x")
+            f"(wall-empty)/slowest {median([r.listing_ratio for r in runs]):.2f}x; bare list "
+            f"{median([r.bare.wall for r in runs]):.2f} s (first request at "
+            f"{median([r.bare.first_request for r in runs]):.3f} s, its list "
+            f"{median([max(r.bare.per_resource.values()) for r in runs]):.2f} s, tail "
+            f"{median([r.bare.wall - r.bare.last_answer for r in runs]):.2f} s), "
+            f"bare/slowest {median([r.floor_ratio for r in runs]):.2f}x, "
+            f"wall/bare {median([r.full.wall / r.bare.wall for r in runs]):.2f}x")
     if all(r.kubectl for r in runs):
         line += f", wall/kubectl get services {median([r.full.wall / (r.kubectl or 1) for r in runs]):.2f}x"
     return line
@@ -227,15 +251,21 @@ def main(argv: list[str] | None = None) -> int:
         empty_config = empty.write_kubeconfig(Path(tmp) / "kubeconfig-empty")
         audits = tuple([python, "-m", "auditor", "live", "--kubeconfig", str(path), "--format", "json",
                         *args.audit_arg] for path in (config, empty_config))
+        bare = [python, str(HERE / "live_list.py"), str(config), *_paging(args.audit_arg)]
         print(HEADER)
         for rep in range(args.reps):
-            run = _one_run((server, empty), (audits[0], audits[1]), tree, kubectl, config, tmp, rep + 1)
+            run = _one_run((server, empty), (audits[0], audits[1], bare), tree, kubectl, config, tmp, rep + 1)
             if run is None:
                 return 1
             runs.append(run)
     print(_summary(runs))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def _paging(audit_args: list[str]) -> list[str]:
+    """The page sizes the audit is given (`--chunk-size`, `--max-chunk-size`), for the bare listing."""
+    return [arg for arg in audit_args if arg.startswith(("--chunk-size=", "--max-chunk-size="))]
 
 
 def _on_path(name: str) -> Path | None:
