@@ -14,10 +14,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from auditor import baseline as baseline_module
-from auditor.baseline import Baseline
 from auditor.cilium import config as cilium_config
 from auditor.duplicates import DuplicateObject, find_duplicates
 from auditor.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
@@ -39,6 +37,9 @@ from auditor.registry import RuleSet
 from auditor.repository import RepositoryView
 from auditor.rule import NotRun, Rule, RuleContext, Unseen, kinds_read_by, unmet_requirement
 from auditor.snapshot import Coverage, CoverageState, Snapshot
+
+if TYPE_CHECKING:  # (a --baseline's module, imported only when one is given)
+    from auditor.baseline import Baseline
 
 # The reason of a rule that examined nothing and did not say what it found none of (fail closed).
 CHECKED_NOTHING = ("checked nothing: the rule examined no object of the input and does not say what an empty "
@@ -285,6 +286,8 @@ class AuditResult:
 
     def with_baseline(self, report: dict[str, Any], path: str) -> AuditResult:
         """This result with the baseline `report` (a JSON report read from `path`) applied."""
+        from auditor import baseline as baseline_module
+
         comparison = baseline_module.compare(
             report.get("findings", []),
             list(self.findings),
@@ -293,7 +296,7 @@ class AuditResult:
             checked_rules=self.checked_rules,
             checked_clusters=self.checked_clusters,
         )
-        return replace(self, baseline=Baseline(path, report, comparison))
+        return replace(self, baseline=baseline_module.Baseline(path, report, comparison))
 
 
 def _run_rule(rule: Rule, snapshot: Snapshot, posture: Posture, cilium: cilium_config.CiliumConfig,

@@ -56,6 +56,8 @@ def test_an_audit_imports_no_plugin_machinery_without_plugins(tmp_path: Path) ->
     assert not _under(loaded, "auditor.cli.version_cmd", "importlib.metadata", "email", "jsonschema", "kubernetes")
     # Data files are opened as files, temporary files only made for a report written to a file.
     assert not _under(loaded, "importlib.resources", "tempfile", "difflib")
+    # A baseline's comparison, a GitOps tree's resolution and Cilium values files, only when there are some.
+    assert not _under(loaded, "auditor.baseline", "auditor.sources.gitops.layout", "auditor.sources.gitops.audit_scopes")
 
 
 def _site(tmp_path: Path, entry_points: str | None) -> Path:

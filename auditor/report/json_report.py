@@ -6,10 +6,9 @@ a change to it is a change of `reportVersion`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import TOOL_NAME, __version__
-from auditor.baseline import Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, FleetCluster, RuleResult, Summary
 from auditor.exceptions_list import ExceptionUsage
@@ -19,6 +18,9 @@ from auditor.report.json_text import dumps_indented
 from auditor.report.repository import remark_dicts
 from auditor.report.sources import ConfigSources
 from auditor.repository import RemarkKind, RepositoryView, ScopeView
+
+if TYPE_CHECKING:  # (a --baseline's module, imported only when one is given)
+    from auditor.baseline import Baseline
 
 REPORT_VERSION = "1"
 

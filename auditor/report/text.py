@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from auditor.baseline import UNCHANGED, Baseline
 from auditor.duplicates import DuplicateObject
 from auditor.engine import AuditResult, RuleResult, VerdictKind
 from auditor.exceptions_list import EntryStatus, ExceptionUsage
@@ -40,6 +39,9 @@ from auditor.report import repository as tree_words
 from auditor.report.sources import ConfigSources
 from auditor.report.verdict import Templates, verdict_line
 from auditor.repository import RemarkKind
+
+if TYPE_CHECKING:
+    from auditor.baseline import Baseline
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
 # The severity of a failed finding, coloured; an excepted one is dimmed, severity and all.
@@ -180,6 +182,8 @@ def _status(finding: Finding, baseline: Baseline | None) -> tuple[str, str]:
     if finding.status is FindingStatus.EXCEPTED:
         return "excepted", "dim"
     if baseline is not None:
+        from auditor.baseline import UNCHANGED  # (a --baseline's module, imported only when one is given)
+
         return ("failed (baseline)", "yellow") if baseline.state(finding) == UNCHANGED else ("failed (new)", "red")
     return "failed", "red"
 
