@@ -195,6 +195,9 @@ def check_distinct(destinations: list[Destination]) -> None:
 
 @dataclass
 class _Open:
+    """A destination being written: its content, the stream open on it and, for a file, the temporary file
+    renamed onto it."""
+
     destination: Destination
     content: Content
     stream: IO[str]

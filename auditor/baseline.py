@@ -255,6 +255,8 @@ def _refuse_lone_surrogates(path: str, what: str, text: str, report: Any) -> Non
 
 @dataclass(frozen=True)
 class BaselineCounts:
+    """How the current findings compare with the baseline's, by state."""
+
     new: int
     unchanged: int
     fixed: int

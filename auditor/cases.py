@@ -37,6 +37,8 @@ _EXAMPLE_STATUS: dict[str, str] = {"fail": "failed", "pass": "passed"}
 
 @dataclass(frozen=True)
 class ExpectedFinding:
+    """A finding a case expects: its object, and what else the case pins of it."""
+
     object: str  # Kind/namespace/name, or Kind/name
     status: str = "failed"
     severity: str | None = None
@@ -54,6 +56,8 @@ class ExpectedUnseen:
 
 @dataclass(frozen=True)
 class Expectation:
+    """What a case expects of its rule: the status, and the findings and unseen data that come with it."""
+
     status: str  # passed | failed | not-run | error
     reason: str | None = None  # a regular expression, searched in the reason (not-run, error, nothing to check)
     checked: int | None = None
@@ -63,6 +67,8 @@ class Expectation:
 
 @dataclass(frozen=True)
 class Case:
+    """One case of a rule's case file: its input, the exceptions it is audited with, and what it expects."""
+
     rule: str
     name: str
     input: str
@@ -86,6 +92,8 @@ class Case:
 
 @dataclass(frozen=True)
 class CaseFile:
+    """A rule's case file (rules/<layer>/cases/<rule-id>.yaml): its cases in file order."""
+
     rule: str
     path: str
     cases: tuple[Case, ...]

@@ -147,6 +147,9 @@ class Verdict:
 
 @dataclass
 class AuditResult:
+    """One audit's outcome: every rule's result and finding, the coverage and exceptions behind them, what
+    the reports show."""
+
     snapshot: Snapshot
     rules: list[RuleResult]
     findings: list[Finding]

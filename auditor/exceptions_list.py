@@ -47,6 +47,8 @@ def _glob(pattern: str) -> Pattern[str]:
 
 @dataclass
 class ExceptionEntry:
+    """One named exception: the rules it excepts, why, and the objects it matches."""
+
     name: str
     rules: tuple[str, ...]
     reason: str
@@ -87,6 +89,8 @@ class ExceptionEntry:
 
 @dataclass
 class ExceptionUsage:
+    """What became of an exception entry in an audit: used (on how many findings), unused, expired, inactive."""
+
     entry: ExceptionEntry
     status: EntryStatus
     matched: int
@@ -94,6 +98,8 @@ class ExceptionUsage:
 
 @dataclass
 class ExceptionList:
+    """The exception entries of one file, or of several merged in order."""
+
     path: str  # the file; `a.yaml, b.yaml` for a merged list (`load_merged`), whose entries name theirs
     entries: list[ExceptionEntry]
     paths: tuple[str, ...] = ()  # the files of a merged list, in order

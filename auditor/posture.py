@@ -100,6 +100,8 @@ DEFAULT_INFRASTRUCTURE: tuple[ExposureEntry, ...] = (
 
 @dataclass
 class Posture:
+    """The expected state the rules judge against (docs/posture.md): data, never code."""
+
     # gateway (only the edge Gateway), l4 (NodePort and hostPort UIs on node IPs, named), none.
     exposure_mode: str = "gateway"
     # Mode l4: what may be exposed on node IPs (NodePort Services, hostPort and hostNetwork workloads),

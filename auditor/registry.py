@@ -250,6 +250,8 @@ def _group_may_be_declared() -> bool:
 
 @dataclass
 class RuleSet:
+    """The rules a run loaded, and the plugins that failed to load (each an error result)."""
+
     rules: list[Rule]
     broken: list[BrokenPlugin]
 

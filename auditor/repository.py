@@ -67,6 +67,8 @@ class RemarkKind(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class LayoutRemark:
+    """A note or problem of a GitOps tree's layout, at the file and line it is about when there is one."""
+
     kind: RemarkKind
     source: Source | None
     message: str

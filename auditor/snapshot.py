@@ -69,6 +69,8 @@ class CoverageState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
+    """What the input shows of a kind (listed, not served, present, missing, failed), and why."""
+
     state: CoverageState
     reason: str = ""
 

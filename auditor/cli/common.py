@@ -52,6 +52,8 @@ def report_requests(output_format: str | None, files: dict[str, str | None]) -> 
 
 @dataclass
 class AuditOptions:
+    """The options every audit command shares: reports, exceptions, posture, the gate and the rules to run."""
+
     output_format: str  # the report on standard output
     output_files: dict[str, str]  # format -> FILE of the other reports
     exceptions_file: str | None

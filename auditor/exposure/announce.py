@@ -38,6 +38,9 @@ EXTERNAL_IP = "ExternalIP"
 
 @dataclass(frozen=True)
 class _Announcer:
+    """An announcement policy as the model reads it: what it selects and which nodes and interfaces it
+    announces from."""
+
     obj: K8sObject
     kind: AnnouncementKind
     selects: SelectorSet

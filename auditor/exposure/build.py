@@ -574,6 +574,9 @@ class _Builder:
 
 @dataclass(frozen=True, slots=True)
 class _Door:
+    """A way in being assembled: its channel, address, subject, announcement, ports and evidence, before it
+    is judged."""
+
     channel: Channel
     rule: str
     address: Address

@@ -265,6 +265,8 @@ class VerdictKind(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """The verdict on a way in: sanctioned, excepted, drift or unjudged, the rule that decides it, and why."""
+
     kind: VerdictKind
     rule: str
     by: str = ""
@@ -273,6 +275,8 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class JudgedEntrance:
+    """A way in with its verdict (and, in a fleet audit, its cluster)."""
+
     entrance: Entrance
     verdict: Verdict
     cluster: str | None = None  # in a fleet audit, the cluster it is in

@@ -22,12 +22,17 @@ _FALLBACK: Version = (1, 19, 0)
 
 @dataclass(frozen=True, slots=True)
 class Switch:
+    """A Cilium feature as the configuration leaves it: on, off, or unknown (None), and where that comes from."""
+
     on: bool | None
     why: str
 
 
 @dataclass(frozen=True, slots=True)
 class ExposureSettings:
+    """What of the effective Cilium configuration decides which ways in exist (L2, BGP, LB-IPAM, Gateway API,
+    version)."""
+
     l2: Switch
     bgp: Switch
     default_lb_ipam: str | None

@@ -320,6 +320,8 @@ def application_services(app: K8sObject, parse: Any, layers: ValuesLayers | None
 
 @dataclass(frozen=True, slots=True)
 class _ChartServices:
+    """The Services an Argo CD Application's in-repo chart values ask for, and the source they are rendered from."""
+
     key: Path  # the source the chart is rendered from (`spec.source`, `spec.sources[N]`)
     found: list[DeclaredService]
 

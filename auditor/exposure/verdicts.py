@@ -38,6 +38,8 @@ MODE_DECISIONS = {
 
 @dataclass(frozen=True, slots=True)
 class Sanction:
+    """The part of the posture that sanctions a way in, and why."""
+
     by: str  # the part of the posture: `exposure.mode gateway: Gateway gateway/edge (exposure.edgeGateways */*)`
     reason: str
 

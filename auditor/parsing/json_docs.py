@@ -92,6 +92,8 @@ _WHITESPACE = " \t\n\r"
 
 @dataclass(slots=True)
 class JsonDocument:
+    """One decoded JSON document, with the lines (and, on one line, the columns) of its List items."""
+
     data: Any
     line: int = 1
     item_lines: list[int] = field(default_factory=list)

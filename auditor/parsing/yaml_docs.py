@@ -742,6 +742,9 @@ def check_node_budget(text: str, max_nodes: int | None) -> None:
 
 @dataclass(slots=True)
 class YamlDocument:
+    """One parsed YAML document: its data, where it and its List items start, and what kubectl would read
+    differently."""
+
     data: Any
     line: int  # 1-based line where the document's content starts
     # For a `kind: List` document: the line of each entry of `items`.

@@ -35,6 +35,8 @@ NOT_USED_BY = {"paths": _LIVE, "exclude": _LIVE, "clusters": _LIVE, "severity": 
 
 @dataclass(frozen=True)
 class Setting:
+    """One effective setting of a run, and where its value comes from."""
+
     key: str
     value: Any
     origin: str  # default | built-in | FILE:LINE | env AUDIT_CONFIG | flag --NAME | discovered: FILE

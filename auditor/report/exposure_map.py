@@ -123,6 +123,8 @@ class MapNode:
 
 @dataclass(frozen=True)
 class MapEdge:
+    """An edge of the exposure map, with the verdict and the number of ways in along it."""
+
     source: str  # node ids
     target: str
     label: str  # the announcement (LAN -> address), the port (address -> next hop), or ""
@@ -149,6 +151,8 @@ class Folding:
 
 @dataclass(frozen=True)
 class ExposureMap:
+    """The exposure map: its nodes and edges by layer, folded to at most `cap` nodes, and the ways in it draws."""
+
     nodes: tuple[MapNode, ...]  # by layer, then address or namespace and name
     edges: tuple[MapEdge, ...]  # by source, then target (in node order)
     counts: tuple[tuple[VerdictKind, int], ...]  # every way in drawn, by verdict
@@ -325,6 +329,8 @@ def _linked(source: _Draft, target: _Draft, single_backend: bool) -> bool:
 
 @dataclass
 class _Graph:
+    """The map's nodes and edges as they are collected, before they are ordered and folded."""
+
     drafts: dict[_Key, _Draft] = field(default_factory=dict)
     edges: dict[tuple[_Key, _Key], tuple[set[str], dict[int, VerdictKind]]] = field(default_factory=dict)
 

@@ -126,6 +126,8 @@ def verdict_of(judged: JudgedEntrance, locations: Mapping[str, str] | None = Non
 
 @dataclass(frozen=True)
 class _Row:
+    """A row of the ways-in table: its verdict, cells, notes and evidence."""
+
     kind: VerdictKind
     cells: tuple[str, str, str, str, str, str]  # capped and escaped
     notes: tuple[str, ...]

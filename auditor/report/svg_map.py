@@ -74,6 +74,8 @@ class _Item:
 
 @dataclass
 class Layout:
+    """Where the SVG map's boxes and routes go: columns, widths and the drawing's size."""
+
     columns: list[list[_Item]]
     x: list[float]  # each column's left edge
     widths: list[float]

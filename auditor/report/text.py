@@ -168,6 +168,8 @@ class _Row:
 
 @dataclass(frozen=True)
 class _Context:
+    """What every part of the text report is laid out with: width, style, verbosity, baseline, exception entries."""
+
     width: int
     style: _Style
     verbosity: Verbosity

@@ -47,6 +47,8 @@ STDIN_NAME = "<stdin>"
 
 @dataclass(frozen=True)
 class ReadLimits:
+    """The offline reader's bounds on hostile input (docs/input.md, "Limits"), and its worker count."""
+
     # A 100,000-object `kubectl get -o json` List is about 670 MB; a 1 GB file is refused.
     max_file_bytes: int = 768 * 1024 * 1024
     max_files: int = 50_000
@@ -64,6 +66,8 @@ class ReadLimits:
 
 @dataclass
 class _Collected:
+    """What the read of some files gave: objects, ignored documents and a snapshot header."""
+
     objects: list[K8sObject] = field(default_factory=list)
     ignored: list[IgnoredDocument] = field(default_factory=list)
     header: snapshot_header.SnapshotHeader | None = None

@@ -26,6 +26,8 @@ _STATES = {state.value: state for state in CoverageState if state is not Coverag
 
 @dataclass
 class SnapshotHeader:
+    """The header of a snapshot file (`audit snapshot`): the cluster, when it was taken, and each kind's coverage."""
+
     path: str
     cluster: ClusterInfo
     taken_at: str | None = None

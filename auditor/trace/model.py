@@ -42,6 +42,8 @@ class HopKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Hop:
+    """One hop of a traced way in, with its status and the evidence for it."""
+
     kind: HopKind
     status: HopStatus
     summary: str  # what the hop is (`192.168.67.240 from pool lan`)
@@ -79,6 +81,8 @@ class TargetKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Target:
+    """What `audit trace` was asked about (an address, hostname or object), as given."""
+
     kind: TargetKind
     text: str  # as given (hostnames lower-cased)
     ref: ObjectRef | None = None  # the Service or Gateway
@@ -86,6 +90,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Trace:
+    """A trace: the target and every chain of hops that leads to it."""
+
     target: Target
     chains: tuple[Chain, ...]
 

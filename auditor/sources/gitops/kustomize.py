@@ -176,6 +176,9 @@ class KustomizationFile:
 
 @dataclass
 class _Acc:
+    """What a kustomization's build accumulates from its resources: items, generated ConfigMaps, files,
+    problems, notes."""
+
     items: list[BuildItem] = field(default_factory=list)
     generated: list[GeneratedConfigMap] = field(default_factory=list)
     files: set[str] = field(default_factory=set)

@@ -82,6 +82,9 @@ def parse_cluster_arg(text: str) -> ClusterSpec:
 
 @dataclass(frozen=True, slots=True)
 class _Deployer:
+    """Something that deploys a folder (a Flux Kustomization, an Argo CD Application, an explicit cluster),
+    and where it is declared."""
+
     key: str
     tool: Tool
     kind: str
@@ -96,6 +99,8 @@ class _Deployer:
 
 @dataclass
 class _State:
+    """What resolving a tree has found so far: placements, clusters' files and applications, values sources."""
+
     placements: dict[ObjectId, list[Placement]] = field(default_factory=dict)
     seen: set[tuple[ObjectId, str, str, str | None, str]] = field(default_factory=set)
     cluster_files: dict[str, set[str]] = field(default_factory=dict)

@@ -38,6 +38,8 @@ class PlacedObject(NamedTuple):
 
 @dataclass(frozen=True)
 class PlacedObjects:
+    """The reader's objects placed per scope, with those the layout does not place and those no cluster deploys."""
+
     by_scope: dict[str, list[PlacedObject]]
     unknown: list[K8sObject]  # not in the layout: the caller chooses their scope
     dropped: list[K8sObject]  # documents of patch and generator-input files: not objects of any cluster

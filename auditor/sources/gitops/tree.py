@@ -103,6 +103,8 @@ class ParsedFile:
 
 @dataclass(frozen=True, slots=True)
 class DirListing:
+    """A folder as the walk saw it: its file names and the folders below it."""
+
     files: tuple[str, ...]  # names of every regular file in the folder
     subdirs: tuple[str, ...]  # names of the folders below it (hidden ones and chart templates excluded)
 

@@ -134,6 +134,8 @@ class UnusableAnswer(ApiFailure):
 
 @dataclass
 class Answer:
+    """An API server's answer: status, headers and the body's bytes."""
+
     status: int
     headers: Any
     body: bytes
@@ -260,6 +262,8 @@ def _notify_sent() -> None:
 
 @dataclass(frozen=True)
 class _PoolClasses:
+    """The connection pool classes the client's pool manager is given (HTTP and HTTPS)."""
+
     http: type
     https: type
 

@@ -38,6 +38,8 @@ AGGREGATED_ACCEPT = ",".join((
 
 @dataclass(frozen=True)
 class ApiResource:
+    """A resource the API server serves, as discovery describes it."""
+
     group: str
     version: str
     plural: str
@@ -67,6 +69,8 @@ class ApiResource:
 
 @dataclass
 class Discovery:
+    """What the API server serves, by group and preferred version, and the groups it could not tell about."""
+
     # group -> versions in the server's preference order, each with its resources
     groups: dict[str, list[tuple[str, list[ApiResource]]]] = field(default_factory=dict)
     failed_groups: dict[str, str] = field(default_factory=dict)

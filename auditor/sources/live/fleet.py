@@ -22,6 +22,8 @@ from auditor.sources.live.target import Target
 
 @dataclass
 class ClusterRead:
+    """One cluster of a fleet audit: its target, its snapshot, and why it could not be read, if it could not."""
+
     target: Target
     name: str  # how findings name the cluster: its label, else its context
     snapshot: Snapshot

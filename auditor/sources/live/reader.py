@@ -131,6 +131,8 @@ DISCOVERY_WORKERS = 3
 
 @dataclass(frozen=True)
 class ReadOptions:
+    """How a cluster is read: concurrency, page sizes, and the bounds on pages, re-lists and each request."""
+
     concurrency: int = 8
     chunk_size: int = 500  # objects in a list's first page (0: unpaginated)
     max_chunk_size: int = 5000  # objects in any later page
@@ -141,6 +143,8 @@ class ReadOptions:
 
 @dataclass
 class ReadResult:
+    """A cluster read: its snapshot, the requests made, and each kind's listing time and object count."""
+
     snapshot: Snapshot
     requests: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # listing time per kind
@@ -328,6 +332,8 @@ class _Plan:
 
 @dataclass
 class _Listed:
+    """One kind listed: its objects, or the problem that left it unread."""
+
     gk: str
     objects: list[K8sObject] | None
     problem: str | None

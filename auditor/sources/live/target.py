@@ -119,6 +119,8 @@ class Entry:
 
 @dataclass
 class Kubeconfig:
+    """The kubeconfig files merged as kubectl merges them: clusters, contexts, users, the current context."""
+
     paths: list[str]
     clusters: dict[str, Entry]
     contexts: dict[str, Entry]
