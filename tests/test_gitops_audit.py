@@ -193,6 +193,39 @@ def test_cilium_values_from_a_configmap_generator_are_the_release_values(two_sit
     assert "cilium-values.yaml:5 (valuesFrom[0] of HelmRelease kube-system/cilium" in armed["message"]
 
 
+def test_a_values_file_with_a_type_mapping_still_declares_its_service(tmp_path: Path) -> None:
+    """A chart's own `persistence.type: {size: 1Gi}` beside `service.type: NodePort` in a `valuesFrom` file:
+    the Service is found at its line, and the mapping is no Service type (looking it up in a set of type
+    names raised TypeError: an internal error for the whole run)."""
+    tree = write_tree(tmp_path, {
+        "kustomization.yaml": """\
+            apiVersion: kustomize.config.k8s.io/v1beta1
+            kind: Kustomization
+            namespace: web
+            resources: [helmrelease.yaml]
+            configMapGenerator:
+              - name: web-values
+                files: [values.yaml]
+            """,
+        "helmrelease.yaml": """\
+            apiVersion: helm.toolkit.fluxcd.io/v2
+            kind: HelmRelease
+            metadata: {name: web}
+            spec:
+              interval: 1h
+              chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}
+              valuesFrom:
+                - {kind: ConfigMap, name: web-values, valuesKey: values.yaml}
+            """,
+        "values.yaml": "service:\n  type: NodePort\npersistence:\n  type: {size: 1Gi}\n",
+    })
+    result, report = audit_json(str(tree))
+    assert result.code == 1
+    (nodeport,) = [f for f in report["findings"] if f["rule"] == "nodeport-service-not-excepted"]
+    assert (nodeport["file"], nodeport["line"]) == (str(tree / "values.yaml"), 2)
+    assert nodeport["message"].startswith("service.type in ")
+
+
 def test_the_text_report_groups_findings_by_cluster() -> None:
     result = run_cli(TWO_SITES, *AS_OF, env={"COLUMNS": "120"})
     assert result.code == 1, result.stderr
