@@ -146,3 +146,17 @@ def test_a_gitops_tree_forks_its_readers_before_loading_the_resolution(tmp_path:
                   "auditor.repository", "auditor.cilium.helm_values"}
     assert not resolution & at_fork
     assert resolution <= loaded  # and used them once the files were read
+
+
+def test_every_name_the_gitops_package_exports_resolves_on_use() -> None:
+    """The package imports its names when first asked for (above): each one it lists is there, from the
+    module that defines it, and a name it does not have is an AttributeError, as for any module."""
+    import auditor.sources.gitops as gitops
+    from auditor.sources.gitops import layout, model, tree
+
+    for name in gitops.__all__:
+        value = getattr(gitops, name)
+        owner = next((m for m in (model, tree, layout) if name in vars(m)), gitops)
+        assert value is vars(owner)[name], name
+    with pytest.raises(AttributeError):
+        gitops.no_such_name  # noqa: B018

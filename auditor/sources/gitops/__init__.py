@@ -15,28 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from auditor.sources.gitops.layout import ClusterSpec, parse_cluster_arg, resolve_layout
-    from auditor.sources.gitops.model import (
-        UNREACHED_SCOPE,
-        WHOLE_TREE_SCOPE,
-        Application,
-        Cluster,
-        EffectiveNamespace,
-        EntryKind,
-        EntryPoint,
-        FieldEdit,
-        HelmValuesSource,
-        NamespaceCoverage,
-        NamespaceReason,
-        Note,
-        ObjectId,
-        Origin,
-        Placement,
-        Problem,
-        Tool,
-        TreeLayout,
-    )
-    from auditor.sources.gitops.tree import TreeFiles, read_tree_files
+    from auditor.sources.gitops.layout import ClusterSpec
+    from auditor.sources.gitops.model import TreeLayout
 
 # Every name is imported when first asked for: the offline reader needs only the collector
 # (`collect`) before its workers start, and `audit TREE` imports the rest (the model, the
