@@ -843,6 +843,83 @@ def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict[st
             ET.parse(reports["junit"])
 
 
+# --- Helm values in a GitOps tree ------------------------------------------------------
+
+# Keys the declared-Services walks (app-template's, Strimzi's) and the Cilium configuration look at, and
+# values of every type.
+VALUE_KEYS = st.sampled_from(["service", "main", "type", "serviceType", "ports", "http", "port", "nodePort",
+                              "targetPort", "protocol", "enabled", "controllers", "listeners", "hubble", "ui",
+                              "externalTrafficPolicy", "loadBalancerIP", "loadBalancerClass", "annotations",
+                              "labels", "persistence", "name", "spec", "kubeProxyReplacement", "k8sServiceHost",
+                              "k8sServicePort", "l2announcements", "encryption", "gatewayAPI", "hostNetwork",
+                              "bgpControlPlane", "ipam", "mode", "operator", "image", "tag", "version"])
+VALUE_SCALARS = st.one_of(st.sampled_from(["LoadBalancer", "NodePort", "ClusterIP", "loadbalancer", "nodeport",
+                                           "Local", "TCP", "HTTP", "true", "wireguard", "kubernetes", "1.19.1"]),
+                          st.integers(-5, 70_000), st.booleans(), st.none(), st.text(max_size=8))
+HELM_VALUES = st.dictionaries(VALUE_KEYS, st.recursive(
+    VALUE_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(VALUE_KEYS, inner, max_size=5)),
+    max_leaves=25), max_size=5)
+
+
+def _values_tree(root: Path, inline: dict[str, Any], from_file: dict[str, Any], spec: dict[str, Any]) -> None:
+    """A kustomization deploying a HelmRelease and Cilium's (inline values, and a `valuesFrom` file its
+    configMapGenerator makes), an Argo CD Application with Helm values (an object and a string) and a
+    Strimzi Kafka."""
+    documents = {
+        "cilium.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                        "metadata": {"name": "cilium", "namespace": "kube-system"},
+                        "spec": {"interval": "1h", "values": inline, "chart": {"spec": {
+                            "chart": "cilium", "version": "1.19.1",
+                            "sourceRef": {"kind": "HelmRepository", "name": "cilium"}}},
+                            "valuesFrom": [{"kind": "ConfigMap", "name": "web-values", "valuesKey": "values.yaml"}]}},
+        "helmrelease.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                             "metadata": {"name": "web"},
+                             "spec": {"interval": "1h", "values": inline, "chart": {"spec": {
+                                 "chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts"}}},
+                                 "valuesFrom": [{"kind": "ConfigMap", "name": "web-values",
+                                                 "valuesKey": "values.yaml"}]}},
+        "application.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                             "metadata": {"name": "shop", "namespace": "argocd"},
+                             "spec": {"project": "default", "destination": {"namespace": "shop"},
+                                      "source": {"repoURL": "https://charts.example.com", "chart": "shop",
+                                                 "helm": {"valuesObject": inline,
+                                                          "values": yaml.safe_dump(from_file)}}}},
+        "kafka.yaml": {"apiVersion": "kafka.strimzi.io/v1beta2", "kind": "Kafka", "metadata": {"name": "bus"},
+                       "spec": spec},
+        "values.yaml": from_file,
+        "kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                               "namespace": "web",
+                               "resources": ["helmrelease.yaml", "cilium.yaml", "application.yaml", "kafka.yaml"],
+                               "configMapGenerator": [{"name": "web-values", "files": ["values.yaml"]}]},
+    }
+    for name, document in documents.items():
+        (root / name).write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+@given(inline=HELM_VALUES, from_file=HELM_VALUES, spec=HELM_VALUES)
+def test_helm_values_of_any_shape_never_crash_a_tree_audit(workdir: Path, inline: dict[str, Any],
+                                                           from_file: dict[str, Any], spec: dict[str, Any]) -> None:
+    """Services declared in values are looked for in a release's own values, its `valuesFrom` files, an
+    Application's Helm values and an operator's spec, with the file layers merged: a value of any type
+    anywhere there is read or passed over, never a crash (a `type: {...}` once ended the run)."""
+    from auditor.fleet import audit_tree
+    from auditor.sources.gitops.tree_read import read_tree
+
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    _values_tree(root, inline, from_file, spec)
+    tree = read_tree(str(root), input_problems=True)
+    assert not tree.plain
+
+    def evaluate(snapshot: Any) -> engine.AuditResult:
+        return engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF)
+
+    result = audit_tree(tree, evaluate)
+    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+    assert not crashed, f"rules crashed on malformed values (treat the field as absent): {crashed}"
+    assert result.exit_code in (0, 1, 3)
+    check_reports(result)
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}
