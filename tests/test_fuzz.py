@@ -861,39 +861,54 @@ HELM_VALUES = st.dictionaries(VALUE_KEYS, st.recursive(
     max_leaves=25), max_size=5)
 
 
-def _values_tree(root: Path, inline: dict[str, Any], from_file: dict[str, Any], spec: dict[str, Any]) -> None:
-    """A kustomization deploying a HelmRelease and Cilium's (inline values, and a `valuesFrom` file its
-    configMapGenerator makes), an Argo CD Application with Helm values (an object and a string) and a
-    Strimzi Kafka."""
-    documents = {
-        "cilium.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-                        "metadata": {"name": "cilium", "namespace": "kube-system"},
-                        "spec": {"interval": "1h", "values": inline, "chart": {"spec": {
-                            "chart": "cilium", "version": "1.19.1",
-                            "sourceRef": {"kind": "HelmRepository", "name": "cilium"}}},
-                            "valuesFrom": [{"kind": "ConfigMap", "name": "web-values", "valuesKey": "values.yaml"}]}},
-        "helmrelease.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-                             "metadata": {"name": "web"},
-                             "spec": {"interval": "1h", "values": inline, "chart": {"spec": {
-                                 "chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts"}}},
-                                 "valuesFrom": [{"kind": "ConfigMap", "name": "web-values",
-                                                 "valuesKey": "values.yaml"}]}},
-        "application.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-                             "metadata": {"name": "shop", "namespace": "argocd"},
-                             "spec": {"project": "default", "destination": {"namespace": "shop"},
-                                      "source": {"repoURL": "https://charts.example.com", "chart": "shop",
-                                                 "helm": {"valuesObject": inline,
-                                                          "values": yaml.safe_dump(from_file)}}}},
-        "kafka.yaml": {"apiVersion": "kafka.strimzi.io/v1beta2", "kind": "Kafka", "metadata": {"name": "bus"},
-                       "spec": spec},
-        "values.yaml": from_file,
-        "kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                               "namespace": "web",
-                               "resources": ["helmrelease.yaml", "cilium.yaml", "application.yaml", "kafka.yaml"],
-                               "configMapGenerator": [{"name": "web-values", "files": ["values.yaml"]}]},
+def _values_trees(root: Path, inline: dict[str, Any], from_file: dict[str, Any], spec: dict[str, Any]) -> list[Path]:
+    """Two trees: a kustomization deploying a HelmRelease and Cilium's (inline values, and a `valuesFrom`
+    file its configMapGenerator makes), an Argo CD Application with Helm values (an object and a string)
+    and a Strimzi Kafka; and an Application of an in-repo chart (its values.yaml, a `valueFiles` file, a
+    values object), an entry point of its own."""
+    release = {"interval": "1h",
+               "valuesFrom": [{"kind": "ConfigMap", "name": "web-values", "valuesKey": "values.yaml"}]}
+    trees = {
+        "kustomized": {
+            "helmrelease.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                                 "metadata": {"name": "web"}, "spec": {**release, "values": inline, "chart": {"spec": {
+                                     "chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}},
+            "cilium.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                            "metadata": {"name": "cilium"}, "spec": {**release, "values": inline, "chart": {"spec": {
+                                "chart": "cilium", "version": "1.19.1",
+                                "sourceRef": {"kind": "HelmRepository", "name": "cilium"}}}}},
+            "application.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                                 "metadata": {"name": "shop", "namespace": "argocd"},
+                                 "spec": {"project": "default", "destination": {"namespace": "shop"},
+                                          "source": {"repoURL": "https://charts.example.com", "chart": "shop",
+                                                     "helm": {"valuesObject": inline,
+                                                              "values": yaml.safe_dump(from_file)}}}},
+            "kafka.yaml": {"apiVersion": "kafka.strimzi.io/v1beta2", "kind": "Kafka", "metadata": {"name": "bus"},
+                           "spec": spec},
+            "values.yaml": from_file,
+            "kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                   "namespace": "web",
+                                   "resources": ["helmrelease.yaml", "cilium.yaml", "application.yaml", "kafka.yaml"],
+                                   "configMapGenerator": [{"name": "web-values", "files": ["values.yaml"]}]},
+        },
+        "chart": {
+            "charts/shop/Chart.yaml": {"apiVersion": "v2", "name": "shop", "version": "1.0.0"},
+            "charts/shop/values.yaml": from_file,
+            "charts/shop/values-prod.yaml": inline,
+            "apps/shop.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                               "metadata": {"name": "shop", "namespace": "argocd"},
+                               "spec": {"project": "default", "destination": {"namespace": "shop"},
+                                        "source": {"repoURL": "https://git.example.com/fleet", "path": "charts/shop",
+                                                   "helm": {"valueFiles": ["values-prod.yaml"],
+                                                            "valuesObject": spec}}}},
+        },
     }
-    for name, document in documents.items():
-        (root / name).write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    for tree, files in trees.items():
+        for name, document in files.items():
+            path = root / tree / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return [root / tree for tree in trees]
 
 
 @given(inline=HELM_VALUES, from_file=HELM_VALUES, spec=HELM_VALUES)
@@ -905,19 +920,17 @@ def test_helm_values_of_any_shape_never_crash_a_tree_audit(workdir: Path, inline
     from auditor.fleet import audit_tree
     from auditor.sources.gitops.tree_read import read_tree
 
-    root = Path(tempfile.mkdtemp(dir=workdir))
-    _values_tree(root, inline, from_file, spec)
-    tree = read_tree(str(root), input_problems=True)
-    assert not tree.plain
-
     def evaluate(snapshot: Any) -> engine.AuditResult:
         return engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF)
 
-    result = audit_tree(tree, evaluate)
-    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
-    assert not crashed, f"rules crashed on malformed values (treat the field as absent): {crashed}"
-    assert result.exit_code in (0, 1, 3)
-    check_reports(result)
+    for root in _values_trees(Path(tempfile.mkdtemp(dir=workdir)), inline, from_file, spec):
+        tree = read_tree(str(root), input_problems=True)
+        assert not tree.plain
+        result = audit_tree(tree, evaluate)
+        crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+        assert not crashed, f"rules crashed on malformed values (treat the field as absent): {crashed}"
+        assert result.exit_code in (0, 1, 3)
+        check_reports(result)
 
 
 def test_every_kind_a_rule_reads_has_a_template() -> None:
