@@ -933,6 +933,49 @@ def test_helm_values_of_any_shape_never_crash_a_tree_audit(workdir: Path, inline
         check_reports(result)
 
 
+FIELD_VALUES = st.recursive(VALUE_SCALARS | st.sampled_from(["ConfigMap", "Secret", "web-values", "values.yaml",
+                                                                "service.type", "a.b[0]"]),
+                             lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                     st.dictionaries(st.sampled_from(
+                                                         ["kind", "name", "valuesKey", "targetPath", "optional",
+                                                          "files", "literals", "behavior", "options"]),
+                                                         inner, max_size=4)),
+                             max_leaves=12)
+
+
+@given(values_from=FIELD_VALUES, generator=FIELD_VALUES, values=HELM_VALUES)
+def test_values_from_and_generators_of_any_shape_never_crash_a_tree_audit(
+        workdir: Path, values_from: Any, generator: Any, values: dict[str, Any]) -> None:
+    """A HelmRelease's `valuesFrom` and a kustomization's `configMapGenerator` of any shape (wrong types,
+    missing names, a `targetPath` into the values, entries that are no mappings): the values files are
+    linked when they can be and left out when not, and the audit, its rules and its reports never fail."""
+    from auditor.fleet import audit_tree
+    from auditor.sources.gitops.tree_read import read_tree
+
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    good = {"kind": "ConfigMap", "name": "web-values", "valuesKey": "values.yaml"}
+    documents = {
+        "helmrelease.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                             "metadata": {"name": "web"},
+                             "spec": {"interval": "1h", "chart": {"spec": {
+                                 "chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts"}}},
+                                 "valuesFrom": [good, values_from] if isinstance(values_from, dict) else values_from}},
+        "values.yaml": values,
+        "kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                               "namespace": "web", "resources": ["helmrelease.yaml"],
+                               "configMapGenerator": [{"name": "web-values", "files": ["values.yaml"]}, generator]},
+    }
+    for name, document in documents.items():
+        (root / name).write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tree = read_tree(str(root), input_problems=True)
+    assert not tree.plain
+    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
+    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+    assert not crashed, f"rules crashed on malformed valuesFrom or generators: {crashed}"
+    assert result.exit_code in (0, 1, 3)
+    check_reports(result)
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}
