@@ -976,6 +976,52 @@ def test_values_from_and_generators_of_any_shape_never_crash_a_tree_audit(
     check_reports(result)
 
 
+ARGO_KEYS = st.sampled_from(["source", "sources", "destination", "path", "repoURL", "chart", "helm", "valueFiles",
+                             "values", "valuesObject", "parameters", "kustomize", "namespace", "server", "name",
+                             "directory", "recurse", "generators", "git", "directories", "template", "spec",
+                             "metadata", "goTemplate", "releaseName", "exclude"])
+ARGO_VALUES = st.recursive(
+    VALUE_SCALARS | st.sampled_from(["apps", "apps/*", "apps/web", "charts/shop", "{{path}}", "{{.path.basename}}",
+                                     "in-cluster", "https://kubernetes.default.svc", "values.yaml"]),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(ARGO_KEYS, inner, max_size=4)),
+    max_leaves=16)
+
+
+@given(application=st.dictionaries(ARGO_KEYS, ARGO_VALUES, max_size=5),
+       application_set=st.dictionaries(ARGO_KEYS, ARGO_VALUES, max_size=5))
+def test_argo_cd_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, application: dict[str, Any],
+                                                             application_set: dict[str, Any]) -> None:
+    """An Argo CD Application and ApplicationSet whose specs hold anything (paths to folders, kustomize or
+    chart sources, Helm sections, generators, templates, in wrong types): the tree's entry points are
+    resolved or noted, and the audit, its rules and its reports never fail."""
+    from auditor.fleet import audit_tree
+    from auditor.sources.gitops.tree_read import read_tree
+
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    files: dict[str, Any] = {
+        "argocd/app.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                            "metadata": {"name": "root", "namespace": "argocd"}, "spec": application},
+        "argocd/appset.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                               "metadata": {"name": "apps", "namespace": "argocd"}, "spec": application_set},
+        "apps/web/deployment.yaml": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "metadata": {"name": "web"}, "spec": {"template": {"spec": {}}}},
+        "apps/web/kustomization.yaml": {"resources": ["deployment.yaml"], "namespace": "web"},
+        "charts/shop/Chart.yaml": {"apiVersion": "v2", "name": "shop", "version": "1.0.0"},
+        "charts/shop/values.yaml": {"service": {"type": "LoadBalancer"}},
+    }
+    for name, document in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tree = read_tree(str(root), input_problems=True, audit_unreached=True)
+    assert not tree.plain  # (the kustomization makes it a GitOps tree, whatever Argo CD's specs say)
+    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
+    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+    assert not crashed, f"rules crashed on malformed Argo CD specs: {crashed}"
+    assert result.exit_code in (0, 1, 3)
+    check_reports(result)
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}

@@ -11,6 +11,7 @@ import pytest
 
 from auditor.sources.gitops import (
     UNREACHED_SCOPE,
+    WHOLE_TREE_SCOPE,
     EntryKind,
     NamespaceReason,
     ObjectId,
@@ -128,3 +129,22 @@ def test_applications_declared_in_argocd_apps_chart_values() -> None:
     assert blog is not None
     assert blog.describe() == "namespace blog from the Argo CD destination at system/argocd/values.yaml:22"
     assert layout.unreached == ()
+
+
+@pytest.mark.parametrize("generators", ["1", "x", "{git: {directories: [{path: apps/*}]}}", "null"])
+def test_an_applicationset_whose_generators_are_no_list_makes_no_application(generators: str) -> None:
+    """Found by the fuzzer (tests/test_fuzz.py): `generators: 1` ended the run with a TypeError (an int is
+    not iterable); a string or a mapping was iterated for its characters or keys. Argo CD's generators are a
+    list: anything else makes no Application (no cluster: the tree is read as one scope)."""
+    tree = TreeFiles.from_texts({
+        "argocd/apps.yaml": ("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\n"
+                             "metadata:\n  name: apps\n  namespace: argocd\n"
+                             f"spec:\n  generators: {generators}\n"
+                             "  template:\n    metadata:\n      name: '{{path.basename}}'\n"
+                             "    spec:\n      source: {path: '{{path}}'}\n      destination: {namespace: web}\n"),
+        "apps/web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",
+    })
+    layout = resolve_layout(tree)
+    assert layout.single_scope and [(c.name, c.entry_points, c.applications) for c in layout.clusters] == [
+        (WHOLE_TREE_SCOPE, (), ())]
+    assert [p.scope for p in layout.placements[ObjectId("apps/web/cm.yaml", 1)]] == [WHOLE_TREE_SCOPE]

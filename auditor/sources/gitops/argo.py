@@ -227,7 +227,8 @@ def expand_application_set(tree: TreeFiles, name: str, namespace: str | None, sp
     template = _mapping(spec.get("template"))
     go_template = spec.get("goTemplate") is True
     apps: list[ArgoAppSpec] = []
-    for generator in spec.get("generators") or []:
+    generators = spec.get("generators")
+    for generator in generators if isinstance(generators, list) else []:  # (`generators: 1` makes none)
         if not isinstance(generator, dict):
             continue
         param_sets: list[dict[str, str]] = []
