@@ -58,6 +58,18 @@ def test_init_writes_what_the_repository_shows(tmp_path: Path) -> None:
     assert entry["expires"] == "2026-12-31"  # 30 days after --as-of
 
 
+def test_init_passes_over_a_pool_whose_blocks_are_no_list(tmp_path: Path) -> None:
+    """`blocks: true` in a pool (a hand-edit gone wrong) ended `audit init` with a TypeError: now that pool
+    gives no approved range, and the starter configuration is still written."""
+    repo = _scratch(tmp_path)
+    pools = repo / "infrastructure" / "cilium" / "lb-ipam.yaml"
+    pools.write_text(pools.read_text(encoding="utf-8").replace(
+        "  blocks:\n    - start: 192.168.1.200\n      stop: 192.168.1.220\n", "  blocks: true\n", 1), encoding="utf-8")
+    _init(repo, "--as-of", "2026-12-01")
+    exposure = yaml.safe_load((repo / ".cilium-audit.yaml").read_text())["posture"]["exposure"]
+    assert exposure == {"mode": "gateway", "gatewayHostNetwork": False, "lbIpamL2": True}
+
+
 def test_init_never_overwrites_without_force_and_dry_run_prints_the_same_bytes(tmp_path: Path) -> None:
     repo = _scratch(tmp_path)
     printed = _init(repo, "--dry-run", "--as-of", "2026-12-01")

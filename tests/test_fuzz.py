@@ -1022,6 +1022,57 @@ def test_argo_cd_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, appl
     check_reports(result)
 
 
+FLUX_KEYS = st.sampled_from(["path", "targetNamespace", "sourceRef", "kind", "name", "namespace", "postBuild",
+                             "substitute", "components", "dependsOn", "chart", "spec", "chartRef", "version",
+                             "url", "ref", "tag", "semver", "interval", "prune", "releaseName", "install",
+                             "storageNamespace", "driftDetection"])
+FLUX_VALUES = st.recursive(
+    VALUE_SCALARS | st.sampled_from(["./apps", "./clusters/x", "flux-system", "GitRepository", "OCIRepository",
+                                     "HelmRepository", "cilium", "oci://ghcr.io/example/cilium", "1.19.1", "web"]),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(FLUX_KEYS, inner, max_size=4)),
+    max_leaves=16)
+FLUX_SPECS = st.dictionaries(FLUX_KEYS, FLUX_VALUES, max_size=5)
+
+
+@given(sync=FLUX_SPECS, release=FLUX_SPECS, repository=FLUX_SPECS)
+def test_flux_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, sync: dict[str, Any],
+                                                          release: dict[str, Any], repository: dict[str, Any]) -> None:
+    """Flux's own objects holding anything: the cluster's Kustomization (path, source, target namespace,
+    substitutions), a HelmRelease's chart and chartRef (the Cilium chart is recognised by them) and the
+    OCIRepository it may name. The tree's clusters are resolved or noted, and the audit, its rules and its
+    reports never fail."""
+    from auditor.fleet import audit_tree
+    from auditor.sources.gitops.tree_read import read_tree
+
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    files: dict[str, Any] = {
+        "clusters/x/flux-system/gotk-sync.yaml": [
+            {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+             "metadata": {"name": "flux-system", "namespace": "flux-system"},
+             "spec": {"interval": "1m", "url": "ssh://git@example.com/fleet", "ref": {"branch": "main"}}},
+            {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+             "metadata": {"name": "flux-system", "namespace": "flux-system"}, "spec": sync}],
+        "clusters/x/flux-system/kustomization.yaml": [{"resources": ["gotk-sync.yaml"]}],
+        "apps/kustomization.yaml": [{"resources": ["release.yaml", "repository.yaml"], "namespace": "kube-system"}],
+        "apps/release.yaml": [{"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                               "metadata": {"name": "cilium"},
+                               "spec": {**release, "values": {"kubeProxyReplacement": True}}}],
+        "apps/repository.yaml": [{"apiVersion": "source.toolkit.fluxcd.io/v1beta2", "kind": "OCIRepository",
+                                  "metadata": {"name": "cilium"}, "spec": repository}],
+    }
+    for name, documents in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump_all(documents, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tree = read_tree(str(root), input_problems=True, audit_unreached=True)
+    assert not tree.plain
+    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
+    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+    assert not crashed, f"rules crashed on malformed Flux specs: {crashed}"
+    assert result.exit_code in (0, 1, 3)
+    check_reports(result)
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}

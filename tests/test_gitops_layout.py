@@ -181,6 +181,33 @@ def test_any_kustomization_or_flux_spec_resolves_without_an_exception(kustomizat
     assert ObjectId("apps/cm.yaml", 1) in layout.placements or "apps/cm.yaml" in layout.non_resource_files
 
 
+_FLUX_SYNC = ("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+              "metadata: {name: flux-system, namespace: flux-system}\nspec:\n  path: ./apps\n"
+              "  sourceRef: {kind: GitRepository, name: flux-system}\n")
+_ARGO_CHART_APP = ("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: shop, namespace: argocd}\n"
+                   "spec:\n  destination: {namespace: shop}\n  source:\n    repoURL: https://git.example.com/x\n"
+                   "    path: charts/shop\n")
+
+
+@pytest.mark.parametrize("texts", [
+    {"clusters/x/sync.yaml": _FLUX_SYNC + "  components: true\n  dependsOn: 1\n"},
+    {"argocd/shop.yaml": _ARGO_CHART_APP + "    helm: {valueFiles: 1}\n",
+     "charts/shop/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 1.0.0\ndependencies: true\n"},
+], ids=["flux-components-and-dependsOn", "argo-valueFiles-and-chart-dependencies"])
+def test_lists_written_as_scalars_resolve(texts: dict[str, str]) -> None:
+    """Found by the fuzzer (tests/test_fuzz.py): `components: true`, `dependsOn: 1` (Flux), `valueFiles: 1`
+    and a Chart.yaml's `dependencies: true` (Argo CD) were iterated and ended the run with a TypeError. Each is
+    a list in its API; anything else lists nothing, and the entry point still deploys its folder."""
+    tree = TreeFiles.from_texts({**texts, "apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+                                 "charts/shop/values.yaml": "service: {type: ClusterIP}\n"})
+    layout = resolve_layout(tree)
+    assert len(layout.clusters) == 1 and layout.clusters[0].entry_points
+    if "clusters/x/sync.yaml" in texts:
+        assert [p.scope for p in layout.placements[ObjectId("apps/cm.yaml", 1)]] == [layout.clusters[0].name]
+    else:
+        assert [v.files for v in layout.chart_values] == [(("values.yaml", "charts/shop/values.yaml"),)]
+
+
 def test_same_tree_same_layout() -> None:
     first = read_layout(str(GITOPS / "flux-fleet"))
     second = read_layout(str(GITOPS / "flux-fleet"))

@@ -176,6 +176,16 @@ def test_a_crd_answer_that_is_not_the_crd_fails_crds(drifted: KubeApiServer, tmp
     assert statuses(report)["lb-pool-v2alpha1"] == "error"
 
 
+def test_a_crd_answer_whose_metadata_is_no_mapping_fails_crds(drifted: KubeApiServer, tmp_path: Path) -> None:
+    """`metadata: [...]` in what claims to be the CRD: an unusable answer of that read, never an internal
+    error (the name was looked up with `.get` on whatever `metadata` held)."""
+    body = b'{"kind":"CustomResourceDefinition","apiVersion":"apiextensions.k8s.io/v1","metadata":["x"]}'
+    drifted.faults.add(Fault.answer(body, path=r"customresourcedefinitions/ciliumloadbalancerippools"))
+    code, report, result = live_json(drifted, tmp_path)
+    assert code == 3 and "internal error" not in result.stderr and _state(report, kinds.CRD) == "failed"
+    assert "not the CustomResourceDefinition ciliumloadbalancerippools.cilium.io" in _reason(report, kinds.CRD)
+
+
 # --- item 11: a live answer too deep, or not text --------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from auditor import kinds
 from auditor.cilium import config as cilium_config
 from auditor.cilium import keys
 from auditor.engine import AuditResult
-from auditor.model import FindingStatus, RuleStatus
+from auditor.model import FindingStatus, RuleStatus, as_list
 from auditor.snapshot import Snapshot
 from auditor.versions import version_line
 
@@ -46,7 +46,7 @@ class Observed:
 def _pool_ranges(snapshot: Snapshot) -> list[str]:
     ranges = []
     for pool in snapshot.of_kind(kinds.LB_IP_POOL):
-        for block in pool.spec.get("blocks") or pool.spec.get("cidrs") or []:
+        for block in as_list(pool.spec.get("blocks") or pool.spec.get("cidrs")):
             if isinstance(block, dict) and isinstance(block.get("cidr"), str):
                 ranges.append(block["cidr"])
             elif isinstance(block, dict) and isinstance(block.get("start"), str):

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from auditor.model import string_labels
+from auditor.model import as_list, string_labels
 from auditor.sources.gitops.flux import resolve_source_path
 from auditor.sources.gitops.model import Note, Origin
 from auditor.sources.gitops.tree import Document, ObjectRecord, ParsedFile, TreeFiles, join
@@ -299,7 +299,7 @@ def _chart_dependency_keys(tree: TreeFiles, directory: str) -> list[str]:
     keys = []
     if data.get("name") == "argocd-apps":
         keys.append("")
-    for dependency in data.get("dependencies") or []:
+    for dependency in as_list(data.get("dependencies")):
         if isinstance(dependency, dict) and dependency.get("name") == "argocd-apps":
             keys.append(str(dependency.get("alias") or "argocd-apps"))
     return keys

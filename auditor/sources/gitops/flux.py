@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.model import as_list
 from auditor.sources.gitops.model import Note, Origin
 from auditor.sources.gitops.tree import ObjectRecord, ParsedFile, TreeFiles, child_key_line, normalize
 
@@ -256,9 +257,9 @@ def read_flux_kustomization(tree: TreeFiles, record: ObjectRecord,
             line = child_key_line(parsed.lines, line, record.document.end_line, "spec", "targetNamespace") or line
         target_origin = Origin(record.id.path, line)
     components = tuple((component, Origin(record.id.path, record.id.line))
-                       for component in spec.get("components") or [] if isinstance(component, str) and component)
+                       for component in as_list(spec.get("components")) if isinstance(component, str) and component)
     depends_on = tuple((entry["name"], _text(entry.get("namespace")))
-                       for entry in spec.get("dependsOn") or []
+                       for entry in as_list(spec.get("dependsOn"))
                        if isinstance(entry, dict) and isinstance(entry.get("name"), str))
     post_build = _mapping(spec.get("postBuild"))
     substitute = tuple(sorted((str(k), str(v)) for k, v in _mapping(post_build.get("substitute")).items()))

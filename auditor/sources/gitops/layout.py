@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from auditor.model import as_list
 from auditor.sources.gitops import argo, flux
 from auditor.sources.gitops.clusters import name_clusters, root_components, unique
 from auditor.sources.gitops.kustomize import Build, BuildItem, Entry, Kustomizer, set_namespace
@@ -262,7 +263,7 @@ class _Resolver:
         key = app.source_keys[app.paths.index(chart)] if chart in app.paths else ("spec", "source")
         helm = argo.helm_of(app.spec, key)
         where = argo.dotted_key(key)
-        for index, written in enumerate(helm.get("valueFiles") or []):
+        for index, written in enumerate(as_list(helm.get("valueFiles"))):
             label = f"{where}.helm.valueFiles[{index}]"
             if not isinstance(written, str) or not written:
                 continue

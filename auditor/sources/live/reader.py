@@ -59,7 +59,7 @@ from typing import Any
 
 from auditor import kinds
 from auditor.errors import ClusterError
-from auditor.model import K8sObject, Source
+from auditor.model import K8sObject, Source, as_mapping
 from auditor.snapshot import Coverage, CoverageState, Snapshot
 from auditor.sources.live.client import (
     Answer,
@@ -634,7 +634,7 @@ class ClusterReader:
         try:
             document, _ = self.client.get_json(path)
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition" \
-                    or (document.get("metadata") or {}).get("name") != name:
+                    or as_mapping(document.get("metadata")).get("name") != name:
                 raise UnusableAnswer(path, f"{describe_kind(document)}, not the CustomResourceDefinition {name}")
         except ApiFailure as failure:
             if failure.status == 404:
