@@ -845,6 +845,32 @@ def test_cli_exit_codes_and_no_traceback(data: tuple[str, str], options: dict[st
 
 # --- Helm values in a GitOps tree ------------------------------------------------------
 
+def write_documents(root: Path, files: dict[str, Any]) -> Path:
+    """Each file of `files` below `root`: its path -> a document, or a list of documents (one file, several)."""
+    for name, documents in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump_all(documents if isinstance(documents, list) else [documents],
+                                           allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def audit_tree_through_pipeline(root: Path, what: str, audit_unreached: bool = False) -> engine.AuditResult:
+    """`audit TREE` in process (read once, one audit per scope, merged): no rule in error, every report renders."""
+    from auditor.fleet import audit_tree
+    from auditor.sources.gitops.tree_read import read_tree
+
+    tree = read_tree(str(root), input_problems=True, audit_unreached=audit_unreached)
+    assert not tree.plain  # (a kustomization or an Argo CD Application makes each of these a GitOps tree)
+    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
+    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
+    assert not crashed, f"rules crashed on malformed {what} (treat the field as absent): {crashed}"
+    assert result.exit_code in (0, 1, 3)
+    check_reports(result)
+    return result
+
+
+
 # Keys the declared-Services walks (app-template's, Strimzi's) and the Cilium configuration look at, and
 # values of every type.
 VALUE_KEYS = st.sampled_from(["service", "main", "type", "serviceType", "ports", "http", "port", "nodePort",
@@ -903,12 +929,7 @@ def _values_trees(root: Path, inline: dict[str, Any], from_file: dict[str, Any],
                                                             "valuesObject": spec}}}},
         },
     }
-    for tree, files in trees.items():
-        for name, document in files.items():
-            path = root / tree / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return [root / tree for tree in trees]
+    return [write_documents(root / tree, files) for tree, files in trees.items()]
 
 
 @given(inline=HELM_VALUES, from_file=HELM_VALUES, spec=HELM_VALUES)
@@ -917,20 +938,8 @@ def test_helm_values_of_any_shape_never_crash_a_tree_audit(workdir: Path, inline
     """Services declared in values are looked for in a release's own values, its `valuesFrom` files, an
     Application's Helm values and an operator's spec, with the file layers merged: a value of any type
     anywhere there is read or passed over, never a crash (a `type: {...}` once ended the run)."""
-    from auditor.fleet import audit_tree
-    from auditor.sources.gitops.tree_read import read_tree
-
-    def evaluate(snapshot: Any) -> engine.AuditResult:
-        return engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF)
-
     for root in _values_trees(Path(tempfile.mkdtemp(dir=workdir)), inline, from_file, spec):
-        tree = read_tree(str(root), input_problems=True)
-        assert not tree.plain
-        result = audit_tree(tree, evaluate)
-        crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
-        assert not crashed, f"rules crashed on malformed values (treat the field as absent): {crashed}"
-        assert result.exit_code in (0, 1, 3)
-        check_reports(result)
+        audit_tree_through_pipeline(root, "values")
 
 
 FIELD_VALUES = st.recursive(VALUE_SCALARS | st.sampled_from(["ConfigMap", "Secret", "web-values", "values.yaml",
@@ -949,10 +958,6 @@ def test_values_from_and_generators_of_any_shape_never_crash_a_tree_audit(
     """A HelmRelease's `valuesFrom` and a kustomization's `configMapGenerator` of any shape (wrong types,
     missing names, a `targetPath` into the values, entries that are no mappings): the values files are
     linked when they can be and left out when not, and the audit, its rules and its reports never fail."""
-    from auditor.fleet import audit_tree
-    from auditor.sources.gitops.tree_read import read_tree
-
-    root = Path(tempfile.mkdtemp(dir=workdir))
     good = {"kind": "ConfigMap", "name": "web-values", "valuesKey": "values.yaml"}
     documents = {
         "helmrelease.yaml": {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
@@ -965,15 +970,8 @@ def test_values_from_and_generators_of_any_shape_never_crash_a_tree_audit(
                                "namespace": "web", "resources": ["helmrelease.yaml"],
                                "configMapGenerator": [{"name": "web-values", "files": ["values.yaml"]}, generator]},
     }
-    for name, document in documents.items():
-        (root / name).write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tree = read_tree(str(root), input_problems=True)
-    assert not tree.plain
-    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
-    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
-    assert not crashed, f"rules crashed on malformed valuesFrom or generators: {crashed}"
-    assert result.exit_code in (0, 1, 3)
-    check_reports(result)
+    audit_tree_through_pipeline(write_documents(Path(tempfile.mkdtemp(dir=workdir)), documents),
+                                "valuesFrom or generators")
 
 
 ARGO_KEYS = st.sampled_from(["source", "sources", "destination", "path", "repoURL", "chart", "helm", "valueFiles",
@@ -994,10 +992,6 @@ def test_argo_cd_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, appl
     """An Argo CD Application and ApplicationSet whose specs hold anything (paths to folders, kustomize or
     chart sources, Helm sections, generators, templates, in wrong types): the tree's entry points are
     resolved or noted, and the audit, its rules and its reports never fail."""
-    from auditor.fleet import audit_tree
-    from auditor.sources.gitops.tree_read import read_tree
-
-    root = Path(tempfile.mkdtemp(dir=workdir))
     files: dict[str, Any] = {
         "argocd/app.yaml": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
                             "metadata": {"name": "root", "namespace": "argocd"}, "spec": application},
@@ -1009,17 +1003,8 @@ def test_argo_cd_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, appl
         "charts/shop/Chart.yaml": {"apiVersion": "v2", "name": "shop", "version": "1.0.0"},
         "charts/shop/values.yaml": {"service": {"type": "LoadBalancer"}},
     }
-    for name, document in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(document, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tree = read_tree(str(root), input_problems=True, audit_unreached=True)
-    assert not tree.plain  # (the kustomization makes it a GitOps tree, whatever Argo CD's specs say)
-    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
-    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
-    assert not crashed, f"rules crashed on malformed Argo CD specs: {crashed}"
-    assert result.exit_code in (0, 1, 3)
-    check_reports(result)
+    audit_tree_through_pipeline(write_documents(Path(tempfile.mkdtemp(dir=workdir)), files), "Argo CD specs",
+                                audit_unreached=True)
 
 
 FLUX_KEYS = st.sampled_from(["path", "targetNamespace", "sourceRef", "kind", "name", "namespace", "postBuild",
@@ -1041,10 +1026,6 @@ def test_flux_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, sync: d
     substitutions), a HelmRelease's chart and chartRef (the Cilium chart is recognised by them) and the
     OCIRepository it may name. The tree's clusters are resolved or noted, and the audit, its rules and its
     reports never fail."""
-    from auditor.fleet import audit_tree
-    from auditor.sources.gitops.tree_read import read_tree
-
-    root = Path(tempfile.mkdtemp(dir=workdir))
     files: dict[str, Any] = {
         "clusters/x/flux-system/gotk-sync.yaml": [
             {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
@@ -1060,17 +1041,8 @@ def test_flux_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, sync: d
         "apps/repository.yaml": [{"apiVersion": "source.toolkit.fluxcd.io/v1beta2", "kind": "OCIRepository",
                                   "metadata": {"name": "cilium"}, "spec": repository}],
     }
-    for name, documents in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump_all(documents, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tree = read_tree(str(root), input_problems=True, audit_unreached=True)
-    assert not tree.plain
-    result = audit_tree(tree, lambda snapshot: engine.run(snapshot, RULE_SET, NO_EXCEPTIONS, Posture(), as_of=AS_OF))
-    crashed = {r.id: r.reason for r in result.rules if r.status is RuleStatus.ERROR}
-    assert not crashed, f"rules crashed on malformed Flux specs: {crashed}"
-    assert result.exit_code in (0, 1, 3)
-    check_reports(result)
+    audit_tree_through_pipeline(write_documents(Path(tempfile.mkdtemp(dir=workdir)), files), "Flux specs",
+                                audit_unreached=True)
 
 
 def test_every_kind_a_rule_reads_has_a_template() -> None:
