@@ -1045,6 +1045,39 @@ def test_flux_specs_of_any_shape_never_crash_a_tree_audit(workdir: Path, sync: d
                                 audit_unreached=True)
 
 
+KUSTOMIZATION_KEYS = ("namespace", "resources", "bases", "components", "patches", "patchesStrategicMerge",
+                      "patchesJson6902", "configMapGenerator", "secretGenerator", "generatorOptions", "namePrefix",
+                      "nameSuffix", "commonLabels", "labels", "commonAnnotations", "images", "replicas",
+                      "replacements", "helmCharts", "crds", "openapi", "sortOptions", "kind", "apiVersion")
+KUSTOMIZE_VALUES = st.recursive(
+    VALUE_SCALARS | st.sampled_from(["base", "../base", "cm.yaml", "svc.yaml", "web", "app", "component"]),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(
+        st.sampled_from(["path", "name", "files", "literals", "behavior", "target", "kind", "patch", "options",
+                         "pairs", "includeSelectors", "newTag", "count", "namespace"]), inner, max_size=4)),
+    max_leaves=16)
+
+
+@given(overlay=st.fixed_dictionaries({}, optional=dict.fromkeys(KUSTOMIZATION_KEYS, KUSTOMIZE_VALUES)),
+       component=st.fixed_dictionaries({}, optional=dict.fromkeys(KUSTOMIZATION_KEYS, KUSTOMIZE_VALUES)))
+def test_kustomizations_of_any_shape_never_crash_a_tree_audit(workdir: Path, overlay: dict[str, Any],
+                                                              component: dict[str, Any]) -> None:
+    """An overlay and a component whose fields hold anything (resources, namespaces, generators, patches,
+    prefixes, labels of wrong types), over a base with a Service and a Namespace: the builds are resolved or
+    noted, objects placed with the namespace they get, and the audit, its rules and its reports never fail."""
+    files: dict[str, Any] = {
+        "base/kustomization.yaml": {"resources": ["svc.yaml", "ns.yaml"]},
+        "base/svc.yaml": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                          "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}},
+        "base/ns.yaml": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}},
+        "component/kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component",
+                                         **component},
+        "overlay/kustomization.yaml": {"resources": ["../base"], "components": ["../component"], **overlay},
+        "overlay/cm.yaml": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}},
+    }
+    audit_tree_through_pipeline(write_documents(Path(tempfile.mkdtemp(dir=workdir)), files), "kustomizations",
+                                audit_unreached=True)
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}
