@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from auditor import kinds
 from auditor.snapshot import CoverageState
 from auditor.sources.live.client import MAX_DEPTH, RetryPolicy
 from tests.conftest import ROOT, CliResult
 from tests.kubeapi import Fault, KubeApiServer, KubeconfigContext, write_kubeconfig
+from tests.test_fuzz import documents
 from tests.test_live_fixtures import AS_OF, TOKEN, kubeconfig, live_json, run, run_subprocess, serve, statuses
 from tests.test_live_reader import ALL_KINDS, read
 
@@ -584,3 +586,32 @@ def test_what_a_kubeconfig_or_server_wrote_is_cleaned(text: str, shown: str) -> 
     from auditor.sources.live.safe_text import clean
 
     assert clean(text) == shown
+
+
+# --- list items of any shape (the offline fuzzer's objects, served) -------------------------------
+
+LIVE_EXAMPLES = max(5, settings().max_examples // 4)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[KubeApiServer]:
+    with serve("drifted") as server:
+        yield server
+
+
+@settings(max_examples=LIVE_EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                             HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(items=documents(max_objects=4))
+def test_list_items_of_any_shape_never_crash_a_live_audit(served: KubeApiServer,
+                                                          tmp_path_factory: pytest.TempPathFactory,
+                                                          items: list[Any]) -> None:
+    """The Services list answered with objects of any kind and shape (tests/test_fuzz.py's mutated templates:
+    wrong types anywhere, missing names, deep nesting): the read refuses the answer or keeps what it can,
+    and the audit ends in a report with exit 0, 1 or 3, never an internal error."""
+    served.faults.clear()
+    body = json.dumps({"kind": "ServiceList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                       "items": items}).encode()
+    served.faults.add(Fault.answer(body, resource="services", times=None))
+    code, report, result = live_json(served, tmp_path_factory.mktemp("live"))
+    assert code in (0, 1, 3) and "internal error" not in result.stderr, result.stderr
+    assert _state(report, kinds.SERVICE) in ("listed", "failed")
