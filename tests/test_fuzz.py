@@ -1078,6 +1078,57 @@ def test_kustomizations_of_any_shape_never_crash_a_tree_audit(workdir: Path, ove
                                 audit_unreached=True)
 
 
+# --- the configuration files of any shape ----------------------------------------------
+
+def _config_documents(keys: list[str], scalars: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Documents built from a file's own keys (so they reach past its first schema check) holding anything."""
+    return st.dictionaries(st.sampled_from(keys), st.recursive(
+        scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                         st.dictionaries(st.sampled_from(keys), inner, max_size=4)),
+        max_leaves=14), max_size=4)
+
+
+CONFIG_SCALARS = VALUE_SCALARS | st.sampled_from(
+    ["gateway", "l4", "none", "*/*", "web", "Service", "lb-service-not-excepted", "2026-12-31", "1.19", "error",
+     "warning", "192.168.1.200-192.168.1.220", "v1", "app=web", "posture.yaml", "exceptions.yaml"])
+CONFIG_FILES = {
+    "--posture": _config_documents(
+        ["exposure", "mode", "allow", "contract", "file", "edgeGateways", "gatewayHostNetwork", "lbIpamL2",
+         "approvedLbIpamRanges", "expected", "ciliumVersionLine", "gatewayApiBundleVersion", "clusters", "defaultDeny",
+         "excludedNamespaces", "infrastructure", "kind", "l2", "maxFailoverSeconds", "name", "namespace",
+         "nodePortName", "reason", "severity"], CONFIG_SCALARS),
+    "--exceptions": _config_documents(
+        ["exceptions", "name", "rules", "reason", "match", "kind", "apiVersion", "namespace", "labels", "expires",
+         "owner", "ticket"], CONFIG_SCALARS),
+    "--config": _config_documents(
+        ["paths", "clusters", "exclude", "exceptions", "posture", "failOn", "requireComplete", "notApplicable",
+         "rules", "only", "skip", "enabled", "severity", "exposure", "mode"], CONFIG_SCALARS),
+    "--cilium-values": HELM_VALUES,
+}
+
+
+@settings(max_examples=CLI_EXAMPLES)
+@given(data=st.data(), flag=st.sampled_from(sorted(CONFIG_FILES)))
+def test_configuration_files_of_any_shape_are_used_or_refused_in_one_line(workdir: Path, data: st.DataObject,
+                                                                           flag: str) -> None:
+    """A posture, an exception list, a configuration file or Cilium's Helm values holding anything (their own
+    keys, values of any type): the audit runs with it, or stops with one `audit: error:` line naming the
+    file; never a traceback or an internal error, whichever part of the file is odd."""
+    from tests.test_live_fixtures import run
+
+    path = Path(tempfile.mkdtemp(dir=workdir)) / "file.yaml"
+    path.write_text(yaml.safe_dump(data.draw(CONFIG_FILES[flag]), allow_unicode=True), encoding="utf-8")
+    result = run(str(FIXTURES / "clusters" / "drifted.json"), flag, str(path), "--format", "json",
+                 "--as-of", AS_OF.isoformat())
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    if result.code == 2:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("audit: error: "), result.stderr
+        assert str(path.parent) in result.stderr, result.stderr  # the file, or one it names (beside it)
+    else:
+        assert result.code in (0, 1, 3), result.stderr
+        REPORT_VALIDATOR.validate(json.loads(result.stdout))
+
+
 def test_every_kind_a_rule_reads_has_a_template() -> None:
     """A rule reading a kind no template has would never meet a malformed object of it."""
     present = {K8sObject(t, Source("t")).gk for t in TEMPLATES if K8sObject.identity_problem(t) is None}
