@@ -227,8 +227,7 @@ def expand_application_set(tree: TreeFiles, name: str, namespace: str | None, sp
     template = _mapping(spec.get("template"))
     go_template = spec.get("goTemplate") is True
     apps: list[ArgoAppSpec] = []
-    generators = spec.get("generators")
-    for generator in generators if isinstance(generators, list) else []:  # (`generators: 1` makes none)
+    for generator in as_list(spec.get("generators")):  # (`generators: 1` makes none)
         if not isinstance(generator, dict):
             continue
         param_sets: list[dict[str, str]] = []
