@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
-import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +14,7 @@ import click
 
 from auditor.cli.completion import RULE_ID
 from auditor.errors import AuditError
+from auditor.gc_pause import collector_paused
 from auditor.model import Severity
 from auditor.report import DEFAULT_WIDTH, FORMATS, Presentation, Verbosity
 
@@ -461,29 +460,8 @@ def report(result: Any, prepared: Prepared, options: AuditOptions) -> int:
     return int(result.exit_code)
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while the rules run and the reports are rendered.
-
-    The exposure model, the findings and the reports are millions of small objects and no
-    reference cycles worth collecting; with the collector on, its young-generation passes over
-    them were a quarter of a 100k-Service audit (docs/performance.md). The command's process ends
-    with the run: what was built is moved out of the collector's view (gc.freeze, as read_paths
-    does for what it read) before it is turned back on, so that neither the next allocation nor
-    the interpreter's exit pays a full pass over it; an in-process caller (a test) gets the
-    collector back as it was.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.freeze()
-            gc.enable()
-
-
 def finish(snapshot: Any, prepared: Prepared, options: AuditOptions) -> int:
     """Run the rules, write the reports, and return the exit code."""
-    with collector_paused():
+    # The process ends with the run: what the rules and reports build leaves the collector's view.
+    with collector_paused(freeze=True):
         return report(evaluate(snapshot, prepared, options), prepared, options)

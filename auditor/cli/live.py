@@ -18,13 +18,13 @@ from auditor.cli.common import (
     AuditOptions,
     Prepared,
     audit_options,
-    collector_paused,
     evaluate,
     prepare,
     report,
     warm_up,
 )
 from auditor.errors import EXIT_INCOMPLETE, EXIT_OK, AuditError
+from auditor.gc_pause import collector_paused
 
 if TYPE_CHECKING:
     from auditor.sources.live.reader import ReadOptions
@@ -221,7 +221,7 @@ def live(ctx: click.Context, options: AuditOptions, cluster: ClusterOptions) -> 
     prepared = prepare(options)
     # The collector off from the first page on, as for offline input (collector_paused): decoding the
     # pages and building the objects make no cycles worth its passes (~10 % of a 10k-Service read).
-    with collector_paused():
+    with collector_paused(freeze=True):
         result = audit_clusters(cluster, prepared, options)
         code = report(result, prepared, options)
     ctx.exit(code)
@@ -280,7 +280,7 @@ def _audit_one_cluster(cluster: ClusterOptions, options: AuditOptions, guess: li
         return kinds_for(prepared.rule_set)
 
     progress = Progress()
-    with collector_paused():  # (see `live`)
+    with collector_paused(freeze=True):  # (see `live`)
         try:
             result = read_cluster(targets[0], guess, _read_options(cluster), progress, meanwhile=meanwhile)
         finally:
@@ -313,7 +313,7 @@ def audit_clusters(cluster: ClusterOptions, prepared: Any, options: AuditOptions
     from auditor.sources.live.fleet import read_fleet
 
     try:
-        with collector_paused():
+        with collector_paused(freeze=True):
             reads = read_fleet(targets, gks, read_options, progress)
     finally:
         progress.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import functools
-import gc
 import json
 import operator
 import os
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NoReturn, Protocol
 
 from auditor.errors import InputError
+from auditor.gc_pause import collector_paused
 from auditor.model import IgnoredDocument, InputProblem, K8sObject, ProblemCode, Source
 from auditor.parsing.json_docs import (
     DEFAULT_MAX_JSON_NODES,
@@ -620,16 +620,9 @@ def read_paths(paths: list[str], *, limits: ReadLimits = ReadLimits(), stdin: Bi
     # then moved out of its view (gc.freeze) for the rest of the run; a
     # long-lived caller keeps the collector's full view (frozen cyclic
     # garbage would never be freed).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused(freeze):
         out = _read_all(paths, limits, stdin, handle if input_problems or on_file_error else None, observer,
                         meanwhile)
-    finally:
-        if collecting:
-            if freeze:
-                gc.freeze()
-            gc.enable()
     return _snapshot(paths, out, problems, allow_no_objects)
 
 

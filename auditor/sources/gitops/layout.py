@@ -25,12 +25,12 @@ computed once and shared by every build that includes it.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from auditor.gc_pause import collector_paused
 from auditor.model import as_list
 from auditor.sources.gitops import argo, flux
 from auditor.sources.gitops.clusters import name_clusters, root_components, unique
@@ -570,13 +570,8 @@ def resolve_layout(tree: TreeFiles, clusters: Sequence[ClusterSpec] = ()) -> Tre
     small values (none in cycles), and each collection it would trigger walks
     every parsed document of the tree, which costs more than the resolution.
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _resolve(tree, clusters)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _resolve(tree: TreeFiles, clusters: Sequence[ClusterSpec]) -> TreeLayout:

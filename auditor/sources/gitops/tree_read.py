@@ -8,11 +8,11 @@ imported while the workers parse, rather than before they are forked.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
+from auditor.gc_pause import collector_paused
 from auditor.sources.files import ReadLimits, read_paths
 from auditor.sources.gitops.collect import TreeCollector
 
@@ -47,12 +47,5 @@ def read_tree(path: str, *, limits: ReadLimits | None = None, clusters: Sequence
     # every parsed document each time (the reader pauses the collector for the same reason).
     # With `freeze` (the command line), what they build lives as long as the run, as what was read does:
     # it leaves the collector's view too, so the rules' collections never walk it.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused(freeze):
         return split_tree(path, snapshot, collector, clusters, audit_unreached)
-    finally:
-        if collecting:
-            if freeze:
-                gc.freeze()
-            gc.enable()
